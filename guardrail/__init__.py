@@ -1,0 +1,27 @@
+"""Refusal detection and rewriting for LLM replies: the core library, with no web code."""
+
+from guardrail.pipeline import Guardrail
+from guardrail.types import (
+    Action,
+    CategoryScore,
+    Decision,
+    Detection,
+    Label3,
+    Pattern,
+    PatternEvidence,
+    Strategy,
+    Usage,
+)
+
+__all__ = [
+    "Action",
+    "CategoryScore",
+    "Decision",
+    "Detection",
+    "Guardrail",
+    "Label3",
+    "Pattern",
+    "PatternEvidence",
+    "Strategy",
+    "Usage",
+]
