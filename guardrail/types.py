@@ -136,6 +136,8 @@ class Decision:
     before: Detection | None = None
     after: Detection | None = None
     categories: tuple[CategoryScore, ...] = ()
+    follow_up: str | None = None
+    """For a streamed reply whose refusal shows only after it was passed through: text to append."""
     usage: Usage = field(default_factory=Usage)
     timings_ms: Mapping[str, float] = field(default_factory=dict)
 
