@@ -1,0 +1,41 @@
+"""Embedding vectors cached by model and text, so repeated sentences are encoded once."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from guardrail.store.base import Store
+from guardrail.store.keys import embedding_key
+
+Vector = npt.NDArray[np.float32]
+
+
+class EmbeddingCache:
+    """Float32 vectors in a :class:`Store`, keyed by a hash of the model name and the text."""
+
+    def __init__(self, store: Store, model: str) -> None:
+        self.store = store
+        self.model = model
+
+    async def get_many(self, texts: Sequence[str]) -> list[Vector | None]:
+        keys = [embedding_key(self.model, text) for text in texts]
+        return [
+            np.frombuffer(value, dtype=np.float32) if value is not None else None
+            for value in await self.store.get_embeddings(keys)
+        ]
+
+    async def put_many(self, texts: Sequence[str], vectors: npt.ArrayLike) -> None:
+        rows = np.asarray(vectors, dtype=np.float32)
+        if rows.ndim != 2 or len(rows) != len(texts):
+            raise ValueError(
+                f"expected one vector per text ({len(texts)}), got an array of shape {rows.shape}"
+            )
+        await self.store.set_embeddings(
+            {
+                embedding_key(self.model, text): row.tobytes()
+                for text, row in zip(texts, rows, strict=True)
+            }
+        )
