@@ -73,8 +73,8 @@ def test_multijail_has_ten_languages_of_harmful_prompts() -> None:
         lang: 315 for lang in ("en", "zh", "it", "vi", "ar", "ko", "th", "bn", "sw", "jv")
     }
     assert all(r.is_harmful for r in records)
-    weapons = [r for r in records if "Weapons" in r.source_category]
-    assert {r.category for r in weapons} == {"weapons"}
+    weapons = [r for r in records if r.source_category == "Weapons; Violence & incitement"]
+    assert weapons and {r.category for r in weapons} == {"weapons"}
 
 
 def test_k_overrefusal_is_korean_with_safe_and_unsafe() -> None:
