@@ -1,0 +1,18 @@
+"""Request categories: what the user is asking about, from exemplars and keyword rules."""
+
+from guardrail.categories.classifier import BENIGN, CategoryClassifier, CategoryEvidence
+from guardrail.categories.exemplars import Encoder, ExemplarIndex
+from guardrail.categories.keywords import KeywordRules
+from guardrail.categories.spec import SENSITIVE_GROUPS, CategoryGroup, CategorySpec
+
+__all__ = [
+    "BENIGN",
+    "SENSITIVE_GROUPS",
+    "CategoryClassifier",
+    "CategoryEvidence",
+    "CategoryGroup",
+    "CategorySpec",
+    "Encoder",
+    "ExemplarIndex",
+    "KeywordRules",
+]

@@ -1,0 +1,90 @@
+"""Request categorisation: exemplar similarity and keyword rules, combined per category.
+
+Scores are independent confidences in [0, 1] (a request can be both about weapons and about
+violence), ranked best first. ``benign`` is high only when the exemplars point there and no
+keyword rule of another category fired.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from guardrail.categories.exemplars import Encoder, ExemplarIndex
+from guardrail.categories.keywords import KeywordRules
+from guardrail.categories.spec import CategorySpec
+from guardrail.types import CategoryScore, Message, content_text
+
+BENIGN = "benign"
+CONTEXT_WEIGHT = 0.5
+"""How much keyword hits in earlier user turns count, relative to the latest turn."""
+SHORT_TURN_WORDS = 8
+"""A latest turn shorter than this is embedded together with the previous user turn."""
+
+
+def keyword_confidence(hits: int) -> float:
+    """One rule hit is suggestive, several are near-certain."""
+    return 0.0 if hits <= 0 else min(0.95, 0.6 + 0.15 * (hits - 1))
+
+
+def embedding_trust(text: str) -> float:
+    """The embedding model is English-only: trust it less the less of the text is Latin script."""
+    letters = [ch for ch in text if ch.isalpha()]
+    if not letters:
+        return 0.0
+    latin = sum(1 for ch in letters if ch.isascii() or "\u00c0" <= ch <= "\u024f")
+    return 0.3 + 0.7 * (latin / len(letters))
+
+
+@dataclass(frozen=True, slots=True)
+class CategoryEvidence:
+    """The ranked scores and what produced them (for ``guardrail explain``)."""
+
+    scores: tuple[CategoryScore, ...]
+    embedding: Mapping[str, float]
+    keywords: Mapping[str, Sequence[str]]
+    text: str
+
+
+class CategoryClassifier:
+    """Classifies a conversation's latest request; ``encoder=None`` uses keyword rules only."""
+
+    def __init__(self, specs: Mapping[str, CategorySpec], encoder: Encoder | None = None) -> None:
+        self.names = tuple(specs)
+        self._rules = KeywordRules(specs)
+        self._index = ExemplarIndex(specs, encoder) if encoder is not None else None
+
+    def classify(self, messages: Sequence[Message]) -> tuple[CategoryScore, ...]:
+        return self.explain(messages).scores
+
+    def explain(self, messages: Sequence[Message]) -> CategoryEvidence:
+        turns = [content_text(m.get("content")) for m in messages if m.get("role") == "user"] or [
+            ""
+        ]
+        latest, earlier = turns[-1], turns[:-1]
+        keywords = self._rules.hits(latest)
+        keyword_scores = {name: keyword_confidence(len(rules)) for name, rules in keywords.items()}
+        for turn in earlier:
+            for name, rules in self._rules.hits(turn).items():
+                context = CONTEXT_WEIGHT * keyword_confidence(len(rules))
+                keyword_scores[name] = max(keyword_scores.get(name, 0.0), context)
+        query = latest
+        if earlier and len(latest.split()) < SHORT_TURN_WORDS:
+            query = f"{earlier[-1]}\n{latest}"
+        embedding = self._index.probabilities(query) if self._index and query.strip() else {}
+        trust = embedding_trust(query)
+        strongest_keyword = max(
+            (score for name, score in keyword_scores.items() if name != BENIGN), default=0.0
+        )
+        scores: list[CategoryScore] = []
+        for name in self.names:
+            emb = embedding.get(name, 0.0) * trust if embedding else 0.0
+            if name == BENIGN:
+                base = emb if embedding else 0.5
+                score = base * (1.0 - strongest_keyword)
+            else:
+                score = 1.0 - (1.0 - emb) * (1.0 - keyword_scores.get(name, 0.0))
+            if score >= 0.01:
+                scores.append(CategoryScore(name, round(score, 4)))
+        scores.sort(key=lambda c: -c.score)
+        return CategoryEvidence(tuple(scores), embedding, keywords, query)
