@@ -24,7 +24,7 @@ _SECRET = re.compile(
     re.VERBOSE,
 )
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-_PHONE_OR_NUMBER = re.compile(r"(?<![\w+])\+?\d(?:[ ().-]{0,2}\d){6,18}(?!\w)")
+_PHONE_OR_NUMBER = re.compile(r"(?<![\w+(])[+(]?\d(?:[ ().-]{0,2}\d){6,18}(?!\w)")
 _DIGIT_RUN = re.compile(r"\d{6,}")
 
 SECRET = "[SECRET]"
