@@ -165,10 +165,15 @@ class StringMatchJudge:
             "strmatch_label, evaluation/classify_completions_strmatch.py, "
             "github.com/paul-rottger/exaggerated-safety"
         ),
-        notes=("Looks only at how a reply opens; English only; never says partial.",),
+        notes=(
+            "Looks only at how a reply opens and never says partial; its phrases are English, "
+            "so it grades English requests only.",
+        ),
     )
 
     async def judge(self, sample: Sample) -> Verdict | None:
+        if sample.record.lang != "en":
+            return None
         return Verdict(label3=strmatch_label(sample.reply))
 
 
