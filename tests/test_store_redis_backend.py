@@ -81,7 +81,7 @@ async def test_rate_limit_per_client(store: Store) -> None:
     assert [v.remaining for v in verdicts] == [2, 1, 0, 0]
     assert 19.0 < verdicts[-1].retry_after <= 20.0
     assert (await store.hit_rate_limit("client-b", 3)).allowed
-    with pytest.raises(ValueError, match="positive whole number"):
+    with pytest.raises(ValueError, match="whole number of requests per minute"):
         await store.hit_rate_limit("client-a", 0)
 
 
@@ -96,6 +96,8 @@ async def test_counters_aggregate_by_name_and_labels(store: Store) -> None:
         CounterKey("rewrites", (("action", "rewritten"), ("policy", "default"))): 2,
         CounterKey("rewrites", (("action", "fallback"), ("policy", "default"))): 1,
     }
+    with pytest.raises(TypeError, match="whole numbers"):
+        await store.increment("requests", amount=1.5)  # type: ignore[arg-type]
 
 
 async def test_audit_reads_latest_oldest_first(store: Store) -> None:

@@ -201,3 +201,11 @@ async def test_unreachable_at_start_still_serves(caplog: pytest.LogCaptureFixtur
         assert warnings(caplog, "Redis unavailable") == 1
     finally:
         await store.aclose()
+
+
+async def test_bad_arguments_raise_instead_of_degrading(store: ResilientStore) -> None:
+    with pytest.raises(TypeError, match="whole numbers"):
+        await store.increment("requests", amount=1.5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="requests per minute"):
+        await store.hit_rate_limit("client", 0)
+    assert not store.status().degraded

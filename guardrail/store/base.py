@@ -44,6 +44,12 @@ class CounterKey(NamedTuple):
         return cls.of(name, labels)
 
 
+def check_amount(amount: int) -> int:
+    if isinstance(amount, bool) or not isinstance(amount, int):
+        raise TypeError(f"counter increments must be whole numbers, got {amount!r}")
+    return amount
+
+
 @dataclass(frozen=True, slots=True)
 class StoreStatus:
     """Health of the store, for metrics and health checks."""

@@ -23,7 +23,7 @@ class EmbeddingCache:
     async def get_many(self, texts: Sequence[str]) -> list[Vector | None]:
         keys = [embedding_key(self.model, text) for text in texts]
         return [
-            np.frombuffer(value, dtype=np.float32) if value is not None else None
+            np.frombuffer(value, dtype=np.float32).copy() if value is not None else None
             for value in await self.store.get_embeddings(keys)
         ]
 

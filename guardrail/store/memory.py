@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Generic, TypeVar
 
 from guardrail.store.audit import AuditEntry
-from guardrail.store.base import CounterKey, StoreStatus
+from guardrail.store.base import CounterKey, StoreStatus, check_amount
 from guardrail.store.keys import key_id
 from guardrail.store.ratelimit import RateLimit, check_limit, gcra
 
@@ -103,7 +103,7 @@ class MemoryStore:
     async def increment(
         self, name: str, labels: Mapping[str, str] | None = None, amount: int = 1
     ) -> None:
-        self._counters[CounterKey.of(name, labels)] += amount
+        self._counters[CounterKey.of(name, labels)] += check_amount(amount)
 
     async def counters(self) -> dict[CounterKey, int]:
         return dict(self._counters)

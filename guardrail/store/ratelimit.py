@@ -27,10 +27,18 @@ class RateLimit:
     """Seconds until a request would be allowed; ``0.0`` when this one was."""
 
 
+MAX_PER_MINUTE = 1_000_000
+
+
 def check_limit(per_minute: int) -> int:
-    if isinstance(per_minute, bool) or not isinstance(per_minute, int) or per_minute < 1:
+    if (
+        isinstance(per_minute, bool)
+        or not isinstance(per_minute, int)
+        or not 1 <= per_minute <= MAX_PER_MINUTE
+    ):
         raise ValueError(
-            f"rate limit must be a positive whole number per minute, got {per_minute!r}"
+            f"rate limit must be a whole number of requests per minute from 1 to "
+            f"{MAX_PER_MINUTE:,}, got {per_minute!r}"
         )
     return per_minute
 

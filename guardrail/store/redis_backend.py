@@ -14,7 +14,7 @@ from redis.backoff import NoBackoff
 from redis.typing import EncodableT, FieldT
 
 from guardrail.store.audit import AuditEntry
-from guardrail.store.base import CounterKey, StoreStatus
+from guardrail.store.base import CounterKey, StoreStatus, check_amount
 from guardrail.store.keys import key_id
 from guardrail.store.ratelimit import GCRA_LUA, PERIOD_US, RateLimit, check_limit
 
@@ -94,7 +94,8 @@ class RedisStore:
     async def increment(
         self, name: str, labels: Mapping[str, str] | None = None, amount: int = 1
     ) -> None:
-        await self.client.hincrby(self._counters_key, CounterKey.of(name, labels).encode(), amount)
+        field = CounterKey.of(name, labels).encode()
+        await self.client.hincrby(self._counters_key, field, check_amount(amount))
 
     async def counters(self) -> dict[CounterKey, int]:
         raw = await self.client.hgetall(self._counters_key)

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TypeVar
 
-from redis.exceptions import RedisError
+from redis.exceptions import DataError, RedisError
 
 from guardrail.store.audit import AuditEntry
 from guardrail.store.base import CounterKey, Store, StoreStatus
@@ -32,6 +32,8 @@ logger = logging.getLogger("guardrail.store")
 T = TypeVar("T")
 
 OUTAGE_ERRORS = (RedisError, OSError, TimeoutError)
+"""Failures of Redis or the way to it. ``DataError`` (a bad argument) is the caller's bug and
+is raised, not mistaken for an outage."""
 
 
 class ResilientStore:
@@ -62,6 +64,8 @@ class ResilientStore:
             try:
                 async with asyncio.timeout(self._timeout):
                     return await operation(self.primary)
+            except DataError:
+                raise
             except OUTAGE_ERRORS as exc:
                 self._enter_outage(exc)
         self._degraded_operations += 1
