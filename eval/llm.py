@@ -98,6 +98,8 @@ async def litellm_complete(
     """Ask ``model`` (any litellm model name) for a reply."""
     import litellm
 
+    litellm.suppress_debug_info = True
+
     async def call() -> Completion:
         started = time.perf_counter()
         response = await litellm.acompletion(model=model, messages=list(messages), **kwargs)
