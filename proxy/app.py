@@ -1,0 +1,113 @@
+"""The FastAPI app: OpenAI's chat completions and models endpoints in front of the guardrail.
+
+Thin on purpose: each route parses, authenticates, calls the upstream and hands the reply to the
+guardrail through :mod:`proxy.review` or :mod:`proxy.streaming`; nothing here judges a reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import JSONResponse
+
+from guardrail import Guardrail
+from proxy.auth import authenticate
+from proxy.config import ProxySettings, load_settings
+from proxy.errors import install_handlers
+from proxy.request_id import RequestIdMiddleware
+from proxy.review import bind_review, guardrail_headers, review_completion
+from proxy.schema import parse_chat_request
+from proxy.streaming import GuardedStream
+from proxy.upstream import Upstream
+from proxy.window import DecisionWindow
+
+log = logging.getLogger("guardrail.proxy")
+
+_WARMUP = [{"role": "user", "content": "Hello"}]
+
+
+def build_guardrail(settings: ProxySettings) -> Guardrail:
+    """The pipeline the proxy serves with; raises if the policy set is invalid."""
+    return Guardrail()
+
+
+def create_app(settings: ProxySettings, guardrail: Guardrail | None = None) -> FastAPI:
+    """The proxy for ``settings``; ``guardrail`` defaults to :func:`build_guardrail`."""
+    pipeline = guardrail if guardrail is not None else build_guardrail(settings)
+    upstream = Upstream(settings)
+    window = DecisionWindow.from_settings(settings)
+    keys = settings.client_keys()
+    state: dict[str, Any] = {"ready": False, "problem": "warming up"}
+
+    async def warm_up() -> None:
+        # The first review loads models lazily; doing it before traffic keeps it off a request.
+        try:
+            await pipeline.review(_WARMUP, "Hello! How can I help you today?", model="warmup")
+        except Exception as exc:
+            state["problem"] = f"guardrail warm-up failed: {exc}"
+            log.exception("guardrail warm-up failed")
+            return
+        state.update(ready=True, problem=None)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        task = asyncio.create_task(warm_up())
+        try:
+            yield
+        finally:
+            task.cancel()
+            await upstream.aclose()
+
+    app = FastAPI(title="guardrail", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.add_middleware(RequestIdMiddleware)
+    install_handlers(app)
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(request: Request) -> Response:
+        client_key = authenticate(request.headers.get("authorization"), keys)
+        body, chat = parse_chat_request(await request.body())
+        review = bind_review(pipeline, chat.messages, model=chat.model, client_key=client_key)
+        if chat.stream:
+            stream = GuardedStream(
+                await upstream.stream(body),
+                review=review,
+                window=window,
+                include_usage=chat.include_usage,
+            )
+            decision = await stream.decide()
+            return stream.response(guardrail_headers([decision]))
+        reply = await upstream.complete(body)
+        decisions = await review_completion(reply, review)
+        return Response(
+            json.dumps(reply, ensure_ascii=False, separators=(",", ":")),
+            media_type="application/json",
+            headers=guardrail_headers(decisions),
+        )
+
+    @app.get("/v1/models")
+    async def models(request: Request) -> JSONResponse:
+        authenticate(request.headers.get("authorization"), keys)
+        return JSONResponse({"object": "list", "data": await upstream.list_models()})
+
+    @app.get("/healthz")
+    async def healthz() -> JSONResponse:
+        return JSONResponse({"status": "ok"})
+
+    @app.get("/readyz")
+    async def readyz() -> JSONResponse:
+        if state["ready"]:
+            return JSONResponse({"status": "ready"})
+        return JSONResponse({"status": "not ready", "reason": state["problem"]}, status_code=503)
+
+    return app
+
+
+def app_from_environment() -> FastAPI:
+    """The uvicorn factory for ``guardrail serve``: settings from ``$GUARDRAIL_CONFIG`` and env."""
+    return create_app(load_settings())

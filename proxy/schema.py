@@ -1,0 +1,59 @@
+"""The chat request as the proxy reads it: checked minimally, forwarded verbatim.
+
+Only the fields the proxy itself acts on are validated; everything else stays in the client's raw
+JSON, which is what goes upstream, so new OpenAI fields work without a proxy release.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from proxy.errors import ProxyError
+
+
+class ChatRequest(BaseModel):
+    """The parts of ``POST /v1/chat/completions`` the proxy needs."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str = Field(min_length=1)
+    messages: list[dict[str, Any]] = Field(min_length=1)
+    stream: bool | None = False
+    n: int | None = Field(default=None, ge=1)
+    stream_options: dict[str, Any] | None = None
+
+    @field_validator("messages")
+    @classmethod
+    def _roles(cls, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for index, message in enumerate(messages):
+            if not isinstance(message.get("role"), str):
+                raise ValueError(f"message {index} has no string 'role'")
+        return messages
+
+    @property
+    def include_usage(self) -> bool:
+        return bool(self.stream_options and self.stream_options.get("include_usage"))
+
+
+def parse_chat_request(raw: bytes) -> tuple[dict[str, Any], ChatRequest]:
+    """The raw JSON body (to forward) and its checked view; 400/422 errors in OpenAI's shape."""
+    try:
+        body = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ProxyError(
+            400, f"request body is not valid JSON: {exc}", code="invalid_json"
+        ) from None
+    if not isinstance(body, dict):
+        raise ProxyError(400, "request body must be a JSON object", code="invalid_json")
+    try:
+        request = ChatRequest.model_validate(body)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        param = ".".join(str(part) for part in first["loc"]) or None
+        raise ProxyError(
+            422, f"invalid request: {param}: {first['msg']}", param=param, code="invalid_request"
+        ) from None
+    return body, request
