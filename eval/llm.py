@@ -99,6 +99,7 @@ async def litellm_complete(
     import litellm
 
     litellm.suppress_debug_info = True
+    kwargs.setdefault("max_retries", 0)  # ``policy`` is the one retry layer
 
     async def call() -> Completion:
         started = time.perf_counter()
