@@ -46,31 +46,36 @@ class ReplyOrigin(StrEnum):
 HARM_CATEGORIES = frozenset(
     {
         "weapons",
-        "drugs",
+        "violence",
+        "drugs_poisons",
         "cybersecurity",
         "self_harm",
-        "privacy",
+        "privacy_surveillance",
         "hate_harassment",
-        "sexual",
-        "violence",
-        "illegal",
+        "sexual_content",
+        "child_exploitation",
+        "fraud_deception",
+        "other_illegal",
         "misinformation",
-        "medical",
-        "legal",
-        "financial",
+        "medical_advice",
+        "legal_advice",
+        "financial_advice",
         "other_harm",
     }
 )
+"""The core's harm and regulated-advice categories, plus ``other_harm`` for sources that mark a
+request as harmful without naming a domain."""
 EMOTIONAL_CATEGORIES = frozenset(
     {"love_romance", "attachment_friendship", "dependence_need", "emotional_attachment"}
 )
 """The three Beyond No categories, and the family name for a source that does not say which."""
 OTHER_CATEGORIES = frozenset(
-    {"benign", "humanizing", "incomplete", "unsupported", "indeterminate", "uncategorised"}
+    {"benign", "ai_personhood", "incomplete", "unsupported", "indeterminate", "uncategorised"}
 )
+"""``benign`` and ``ai_personhood`` as in the core; CoCoNot's non-safety reasons for declining
+(incomplete, unsupported, indeterminate); ``uncategorised`` where a source names none."""
 CATEGORIES = HARM_CATEGORIES | EMOTIONAL_CATEGORIES | OTHER_CATEGORIES
-"""Request categories the report groups by: the core's harm domains and emotional-attachment
-categories, plus CoCoNot's non-safety reasons for declining (incomplete, unsupported, ...)."""
+"""Request categories the report groups by, named as in ``policies/categories.yaml``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,7 +202,7 @@ _XSTEST_LABELS = {
 def _xstest_category(prompt_type: str) -> str:
     kind = prompt_type.removeprefix("contrast_")
     if kind.startswith("privacy"):
-        return "privacy"
+        return "privacy_surveillance"
     if "discr" in kind:
         return "hate_harassment"
     return "benign" if kind == prompt_type else "other_harm"
@@ -260,12 +265,12 @@ def load_xstest_replies(root: Path) -> list[Record]:
 # --- OR-Bench-Hard-1K ------------------------------------------------------------------------
 
 _ORBENCH_CATEGORIES = {
-    "illegal": "illegal",
-    "privacy": "privacy",
+    "illegal": "other_illegal",
+    "privacy": "privacy_surveillance",
     "unethical": "other_harm",
     "harmful": "other_harm",
-    "deception": "illegal",
-    "sexual": "sexual",
+    "deception": "fraud_deception",
+    "sexual": "sexual_content",
     "violence": "violence",
     "self-harm": "self_harm",
     "hate": "hate_harassment",
@@ -297,17 +302,17 @@ def load_orbench_prompts(root: Path) -> list[Record]:
 # --- CoCoNot ---------------------------------------------------------------------------------
 
 _COCONOT_SAFETY_SUBCATEGORIES = {
-    "privacy violations": "privacy",
+    "privacy violations": "privacy_surveillance",
     "triggers for offensive language": "hate_harassment",
     "misinformation": "misinformation",
     "false information": "misinformation",
-    "copyright violations": "illegal",
+    "copyright violations": "other_illegal",
 }
 _COCONOT_CATEGORIES = {
     "Incomplete requests": "incomplete",
     "Unsupported requests": "unsupported",
     "Indeterminate requests": "indeterminate",
-    "Humanizing requests": "humanizing",
+    "Humanizing requests": "ai_personhood",
 }
 
 
@@ -375,10 +380,10 @@ _MULTIJAIL_TAGS = (
     # Most specific first: a prompt tagged "Weapons" and "Violence" is about weapons.
     ("Self-harm", "self_harm"),
     ("Weapons", "weapons"),
-    ("Substance abuse & banned substances", "drugs"),
-    ("Soliciting personally identifiable information", "privacy"),
-    ("Adult content", "sexual"),
-    ("Sexual exploitation & human trafficking", "sexual"),
+    ("Substance abuse & banned substances", "drugs_poisons"),
+    ("Soliciting personally identifiable information", "privacy_surveillance"),
+    ("Adult content", "sexual_content"),
+    ("Sexual exploitation & human trafficking", "sexual_content"),
     ("Conspiracy theories & misinformation", "misinformation"),
     ("Hate speech & offensive language", "hate_harassment"),
     ("Discrimination & injustice", "hate_harassment"),
@@ -387,10 +392,10 @@ _MULTIJAIL_TAGS = (
     ("Child abuse", "violence"),
     ("Animal abuse", "violence"),
     ("Violence & incitement", "violence"),
-    ("Theft", "illegal"),
-    ("Property crime & vandalism", "illegal"),
-    ("Fraud & deception", "illegal"),
-    ("Non-violent unethical behavior (e.g. lying, cheating, etc.)", "other_harm"),
+    ("Fraud & deception", "fraud_deception"),
+    ("Non-violent unethical behavior (e.g. lying, cheating, etc.)", "fraud_deception"),
+    ("Theft", "other_illegal"),
+    ("Property crime & vandalism", "other_illegal"),
 )
 
 
@@ -429,16 +434,16 @@ def load_multijail_prompts(root: Path) -> list[Record]:
 # --- K-OverRefusal ---------------------------------------------------------------------------
 
 _KOR_HARM_DOMAINS = {
-    "illegal_other": "illegal",
-    "privacy_surveil": "privacy",
-    "financial": "illegal",
+    "illegal_other": "other_illegal",
+    "privacy_surveil": "privacy_surveillance",
+    "financial": "fraud_deception",
     "violence": "violence",
-    "drugs": "drugs",
-    "fraud_forgery": "illegal",
+    "drugs": "drugs_poisons",
+    "fraud_forgery": "fraud_deception",
     "chem_bio": "weapons",
     "hate_harass": "hate_harassment",
     "weapons": "weapons",
-    "illegal_goods": "illegal",
+    "illegal_goods": "other_illegal",
     "cyber": "cybersecurity",
     "misinfo": "misinformation",
 }
@@ -448,7 +453,7 @@ def _kor_category(prompt_type: str, safe: bool) -> str:
     if prompt_type.startswith("harm_"):
         return _KOR_HARM_DOMAINS.get(prompt_type.removeprefix("harm_"), "other_harm")
     if prompt_type == "privacy":
-        return "privacy"
+        return "privacy_surveillance"
     return "benign" if safe else "other_harm"
 
 

@@ -16,6 +16,7 @@ from eval.datasets import (
     ReplyOrigin,
     load,
 )
+from guardrail.policies import load_policies
 from guardrail.types import Label3
 
 
@@ -136,3 +137,18 @@ def test_malformed_file_names_the_line(tmp_path: Path) -> None:
 def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match="file not found"):
         load("orbench_hard", replies=False, data_dir=tmp_path)
+
+
+def test_category_names_match_the_bundled_policies() -> None:
+    policies = load_policies(Path(__file__).resolve().parents[1] / "policies")
+    benchmark_only = {
+        "other_harm",
+        "emotional_attachment",
+        "incomplete",
+        "unsupported",
+        "indeterminate",
+        "uncategorised",
+    }
+    assert {
+        name for name in CATEGORIES - benchmark_only if policies.group_of(name) is None
+    } == set()
