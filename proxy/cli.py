@@ -78,3 +78,24 @@ def bench(
         cache_path=cache or default_cache_path(out),
     )
     raise typer.Exit(main(config, out, Console()))
+
+
+@app.command()
+def serve(
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config", help="YAML settings file; GUARDRAIL_* environment variables override it."
+        ),
+    ] = None,
+    host: Annotated[str | None, typer.Option(help="Bind address (default 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default 8000).")] = None,
+    workers: Annotated[int, typer.Option(help="uvicorn worker processes.")] = 1,
+    log_level: Annotated[
+        str, typer.Option(help="critical, error, warning, info or debug.")
+    ] = "info",
+) -> None:
+    """Serve the OpenAI-compatible proxy."""
+    from proxy.serve import serve as run
+
+    raise typer.Exit(run(config, host=host, port=port, workers=workers, log_level=log_level))

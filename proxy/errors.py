@@ -108,12 +108,16 @@ def from_exception(exc: BaseException) -> ProxyError:
 
 
 def install_handlers(app: FastAPI) -> None:
-    """Answer unknown routes, wrong methods and anything unforeseen in the OpenAI shape."""
+    """Answer upstream failures, unknown routes and anything unforeseen in the OpenAI shape.
+
+    Expected failures get their own handlers; the ``Exception`` one is the last resort, after
+    which the server also logs the traceback (never sent to the client).
+    """
 
     async def handle(request: Request, exc: Exception) -> JSONResponse:
         return from_exception(exc).response()
 
-    for exc_class in (Exception, HTTPException, ProxyError):
+    for exc_class in (ProxyError, HTTPException, openai.APIError, httpx.HTTPError, Exception):
         app.add_exception_handler(exc_class, handle)
 
 
