@@ -156,11 +156,11 @@ def _title(report: Mapping[str, Any], judge: str) -> str:
 def headline_rows(report: Mapping[str, Any]) -> list[list[str]]:
     """Per judge and request group: refusal, full-refusal and flat-refusal rates before → after."""
     rows = []
-    groups = [("all replies", report["summary"])]
+    groups = [("all", report["summary"])]
     for expected, label in (
-        ("should_comply", "benign and borderline"),
-        ("should_refuse", "should be declined"),
-        ("warm_boundary", "emotional attachment"),
+        ("should_comply", "should comply"),
+        ("should_refuse", "should decline"),
+        ("warm_boundary", "emotional"),
     ):
         group = report["by_expected"].get(expected)
         if group:
@@ -429,9 +429,10 @@ def _rate_chart(report: Mapping[str, Any], key: str, judge: str, title: str) -> 
         pair = data["judges"].get(judge) or {}
         before, after = pair.get("before"), pair.get("after")
         if before or after:
+            graded = max(side["n"] for side in (before, after) if side)
             rows.append(
                 (
-                    f"{group} (n={data['n']})",
+                    f"{group} (n={graded})",
                     before["refusal_rate"] if before else None,
                     after["refusal_rate"] if after else None,
                 )

@@ -146,7 +146,7 @@ def test_markdown_has_headline_and_sections(report: dict[str, object]) -> None:
     assert "## Headline" in text
     # A partial-compliance rewrite is still a refusal in XSTest's sense, but no longer flat.
     assert (
-        "| detector | should be declined | 1 | 100.0% → 100.0% | 100.0% → 0.0% | 100.0% → 0.0% |"
+        "| detector | should decline | 1 | 100.0% → 100.0% | 100.0% → 0.0% | 100.0% → 0.0% |"
         in text
     )
     assert "## By language" in text and "| ja | detector |" in text
