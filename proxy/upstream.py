@@ -3,12 +3,16 @@
 Two kinds of route. An OpenAI-compatible upstream (minimal mode, and ``openai/...`` entries of the
 model list) gets the client's JSON body verbatim, passed as ``extra_body`` so litellm cannot drop
 or rename a field, and its stream is read as the upstream sent it, chunk for chunk. Any other
-provider (``anthropic/...``, ``ollama/...``) gets the standard OpenAI fields as litellm arguments,
-which litellm translates, and everything else as ``extra_body``.
+provider (``anthropic/...``, ``ollama/...``) gets its fields as litellm arguments: litellm
+translates the standard OpenAI ones and passes the others on, except names litellm reserves for
+itself (``api_base``, ``mock_response``, ``metadata``...), which are dropped so that no client can
+steer the proxy's own routing.
 """
 
 from __future__ import annotations
 
+import inspect
+import logging
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +20,7 @@ from typing import Any
 import httpx
 import litellm
 import openai
+from litellm.types.utils import all_litellm_params
 
 from proxy.config import ProxySettings
 from proxy.errors import ProxyError
@@ -60,6 +65,15 @@ TRANSLATED_FIELDS = frozenset(
     }
 )
 """OpenAI request fields litellm maps onto other providers' APIs."""
+
+RESERVED_FIELDS = (
+    frozenset(all_litellm_params)
+    | (frozenset(inspect.signature(litellm.acompletion).parameters) - TRANSLATED_FIELDS)
+    | {"drop_params", "extra_body", "mock_delay", "messages", "model", "stream"}
+)
+"""Names litellm would act on itself rather than send to a translated provider."""
+
+log = logging.getLogger("guardrail.proxy")
 
 _NO_KEY = "no-key"  # never let litellm fall back to OPENAI_API_KEY for a third-party base URL
 
@@ -152,11 +166,10 @@ class Upstream:
         if route.verbatim:
             arguments["extra_body"] = fields
             return arguments
-        fields.pop("messages")
-        arguments.update({k: v for k, v in fields.items() if k in TRANSLATED_FIELDS})
-        extra = {k: v for k, v in fields.items() if k not in TRANSLATED_FIELDS}
-        if extra:
-            arguments["extra_body"] = extra
+        reserved = sorted(k for k in fields if _reserved(k))
+        if reserved:
+            log.warning("dropped fields litellm reserves for %s: %s", route.model, reserved)
+        arguments.update({k: v for k, v in fields.items() if not _reserved(k)})
         # Tools are the client's, not litellm's MCP gateway's: never execute them here.
         arguments["_skip_mcp_handler"] = True
         return arguments
@@ -202,6 +215,10 @@ class ChunkStream:
 
     async def aclose(self) -> None:
         await self._wrapper.aclose()
+
+
+def _reserved(name: str) -> bool:
+    return name not in TRANSLATED_FIELDS and (name in RESERVED_FIELDS or name.startswith("_"))
 
 
 def to_openai(data: dict[str, Any]) -> dict[str, Any]:
