@@ -33,7 +33,12 @@ from typing import TYPE_CHECKING, Any
 
 from litellm.integrations.custom_guardrail import CustomGuardrail
 from litellm.types.guardrails import GuardrailEventHooks
-from litellm.types.utils import LLMResponseTypes, ModelResponse, ModelResponseStream
+from litellm.types.utils import (
+    GuardrailStatus,
+    LLMResponseTypes,
+    ModelResponse,
+    ModelResponseStream,
+)
 
 from guardrail.pipeline import Guardrail
 from guardrail.types import Decision, Message, content_text
@@ -70,7 +75,7 @@ class RefusalRewriteGuardrail(CustomGuardrail):
         """Review each text choice of a chat completion and replace the rewritten ones."""
         if not isinstance(response, ModelResponse):
             return response
-        started = time.monotonic()
+        started = time.time()
         messages = _messages(data)
         choices = [c for c in response.choices if _is_text(getattr(c, "message", None))]
         decisions = await asyncio.gather(
@@ -107,7 +112,7 @@ class RefusalRewriteGuardrail(CustomGuardrail):
                 yield chunk
             return
         chunks: list[ModelResponseStream] = [chunk async for chunk in response]
-        started = time.monotonic()
+        started = time.time()
         texts, has_tools = _stream_texts(chunks)
         indexes = [i for i in texts if i not in has_tools]
         decisions = await asyncio.gather(
@@ -152,9 +157,7 @@ class RefusalRewriteGuardrail(CustomGuardrail):
         """Record the outcome in LiteLLM's guardrail logging, without any reply text."""
         if not decisions:
             return
-        ended = time.monotonic()
-        changed = any(d is not None and d.changed for d in decisions)
-        failed = any(d is None for d in decisions)
+        ended = time.time()
         self.add_standard_logging_guardrail_information_to_request_data(
             guardrail_json_response=[
                 {"action": d.action.value, "policy": d.policy, "reason": d.reason}
@@ -163,17 +166,19 @@ class RefusalRewriteGuardrail(CustomGuardrail):
                 for d in decisions
             ],
             request_data=data,
-            guardrail_status="guardrail_failed_to_respond"
-            if failed
-            else "guardrail_intervened"
-            if changed
-            else "success",
+            guardrail_status=_status(decisions),
             start_time=started,
             end_time=ended,
             duration=ended - started,
             guardrail_provider="guardrail",
             event_type=GuardrailEventHooks.post_call,
         )
+
+
+def _status(decisions: Sequence[Decision | None]) -> GuardrailStatus:
+    if any(d is None for d in decisions):
+        return "guardrail_failed_to_respond"
+    return "guardrail_intervened" if any(d and d.changed for d in decisions) else "success"
 
 
 def _messages(data: dict) -> list[Message]:
