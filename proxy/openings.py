@@ -1,58 +1,59 @@
 """Can this opening start a refusal? The streaming fast path's one question.
 
-Refusals announce themselves in their first word ("I'm sorry", "Sorry", "As an AI", "Lo siento",
-"抱歉"); answers mostly open with anything else ("To", "The", "Here", "1."). A stream whose first
-word cannot open a refusal is passed through at once, so it reaches the client without waiting for
-a decision window; the full reply is still reviewed when it ends. The lists are deliberately
-broad: a word listed here only costs a short wait, a refusal opening missing here is caught late.
+In English and the other languages written in Latin, Cyrillic or Greek letters, refusals
+announce themselves in their first word ("I'm sorry", "Sorry", "As an AI", "Lo siento", "Leider",
+"Это"), while answers mostly open with anything else ("To", "The", "Here", "1."). A stream whose
+first word cannot open a refusal is passed on at once; the full reply is still reviewed when it
+ends. The lists are deliberately broad: a word listed here only costs a short wait, and a refusal
+whose opening is missing here is caught by that final review instead.
+
+Other scripts never take the fast path: verb-final Japanese, Korean or Hindi sentences put the
+refusal at their end ("そのご依頼にはお応えできません。"), and Chinese or Thai have no spaces to
+find a first word by, so their openings wait for the decision window.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 
 WORDS = frozenset(
     {
         # English
         "i", "i'm", "im", "i'd", "i'll", "i've", "sorry", "apologies", "unfortunately",
         "regrettably", "as", "my", "while", "although", "though", "it", "it's", "its", "that",
-        "that's", "this", "no", "nope", "however", "please", "we", "hmm", "ah", "oh", "well",
-        # Spanish, Portuguese, Italian
+        "that's", "this", "no", "nope", "however", "please", "we", "hmm", "ah",
+        "oh", "well", "thank", "thanks", "requests", "providing", "creating", "ai",
+        # Spanish
         "lo", "lamento", "lamentablemente", "desafortunadamente", "disculpa", "disculpe",
-        "perdón", "perdona", "siento", "entiendo", "como", "yo", "desculpe", "desculpa",
-        "infelizmente", "eu", "não", "sinto", "mi", "purtroppo", "non", "come", "io", "scusa",
-        "scusami", "spiacente", "capisco",
+        "perdón", "perdona", "siento", "entiendo", "como", "yo", "eso", "esa", "ese", "esto",
+        "esta", "este", "prefiero", "soy", "suena", "comprendo",
+        # Portuguese
+        "desculpe", "desculpa", "infelizmente", "eu", "não", "sinto", "isso", "isto", "essa",
+        "esse", "sou", "imagino", "prefiro", "compreendo",
+        # Italian
+        "mi", "purtroppo", "non", "come", "io", "scusa", "scusami", "spiacente", "capisco",
+        "questo", "questa", "quello", "quella", "preferisco", "sono",
         # French
         "je", "j'ai", "désolé", "désolée", "malheureusement", "en", "pardon", "excusez",
-        "navré", "navrée", "comme",
+        "navré", "navrée", "comme", "ce", "cette", "c'est", "ceci", "cela", "ça", "il",
+        "comprends",
         # German, Dutch
-        "ich", "es", "leider", "entschuldigung", "tut", "als", "nein", "het", "helaas", "ik",
-        "spijt",
-        # Russian, Ukrainian
-        "извините", "простите", "к", "я", "как", "нет", "мне", "увы", "вибачте", "на",
+        "ich", "es", "leider", "entschuldigung", "entschuldige", "tut", "als", "nein", "das",
+        "dabei", "dazu", "darauf", "dafür", "damit", "diese", "dieser", "dies", "so", "auf", "het",
+        "helaas", "ik", "spijt", "dat", "dit",
         # Turkish, Indonesian, Malay, Vietnamese, Swahili, Javanese
-        "üzgünüm", "maalesef", "ben", "maaf", "saya", "sebagai", "sayangnya", "mohon", "xin",
-        "tôi", "rất", "là", "samahani", "mimi", "kwa", "nyuwun", "ngapunten", "kula", "aku",
-        # Arabic, Persian, Hindi, Bengali
-        "عذرا", "عذراً", "آسف", "أنا", "للأسف", "بصفتي", "كنموذج", "لا", "متاسفم", "من",
-        "متأسفم", "क्षमा", "माफ़", "माफ", "मुझे", "मैं", "खेद", "দুঃখিত", "আমি", "ক্ষমা",
+        "üzgünüm", "maalesef", "ben", "bu", "bunu", "buna", "bunda", "böyle", "maaf", "saya",
+        "sebagai", "sayangnya", "mohon", "xin", "tôi", "rất", "là", "samahani", "mimi", "kwa",
+        "nyuwun", "ngapunten", "kula", "aku",
+        # Russian, Ukrainian, Greek
+        "извините", "простите", "к", "я", "как", "нет", "мне", "увы", "это", "этот", "эта",
+        "вибачте", "на", "жаль", "συγγνώμη", "δυστυχώς", "λυπάμαι", "ως", "δεν", "αυτό",
     }
 )  # fmt: skip
-"""First words (casefolded) that can open a refusal in languages written with spaces."""
+"""First words (casefolded) that can open a refusal."""
 
-PREFIXES = (
-    # Chinese
-    "抱歉", "对不起", "對不起", "很抱歉", "非常抱歉", "我", "作为", "作為", "不好意思", "很遗憾",
-    "遗憾",
-    # Japanese
-    "申し訳", "すみません", "ごめん", "残念", "私", "わたし", "aiとして", "恐れ入り", "大変申し訳",
-    # Korean (particles attach to words, so stems are matched)
-    "죄송", "미안", "저는", "제가", "안타깝", "유감", "ai로서", "인공지능",
-    # Thai
-    "ขอโทษ", "ขออภัย", "ฉัน", "ผม", "เสียใจ", "น่าเสียดาย", "ในฐานะ",
-)  # fmt: skip
-"""Openings (casefolded) for scripts that do not separate words with spaces."""
-
+_FAST_SCRIPTS = ("LATIN", "CYRILLIC", "GREEK")
 _QUOTES_AND_MARKUP = "*_\"'“”‘’«»„¿¡( \t\r\n"
 _WORD = re.compile(r"[\w']+")
 
@@ -63,14 +64,12 @@ def may_open_refusal(text: str) -> bool | None:
     opening = text.lstrip(_QUOTES_AND_MARKUP).casefold().replace("’", "'").replace("ʼ", "'")
     if not opening:
         return None
-    if any(opening.startswith(prefix) for prefix in PREFIXES):
-        return True
-    undecided = any(prefix.startswith(opening) for prefix in PREFIXES)
     match = _WORD.match(opening)
-    if match is not None and match.end() < len(opening):  # the first word is complete
-        if match.group() in WORDS:
-            return True
-    elif match is not None:  # the first word may still grow
-        word = match.group()
-        undecided = undecided or any(candidate.startswith(word) for candidate in WORDS)
-    return None if undecided else False
+    if match is None:  # markup, code or punctuation first: not how refusals open
+        return False
+    word = match.group()
+    if any(c.isalpha() and not unicodedata.name(c, "").startswith(_FAST_SCRIPTS) for c in word):
+        return True
+    if match.end() < len(opening):  # the first word is complete
+        return word in WORDS
+    return None if any(candidate.startswith(word) for candidate in WORDS) else False

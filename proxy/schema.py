@@ -9,20 +9,32 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    ValidationError,
+    field_validator,
+)
 
 from proxy.errors import ProxyError
 
 
 class ChatRequest(BaseModel):
-    """The parts of ``POST /v1/chat/completions`` the proxy needs."""
+    """The parts of ``POST /v1/chat/completions`` the proxy needs.
+
+    Strict where the proxy acts on a value: ``"stream": "yes"`` must not stream here while the
+    upstream reads it differently.
+    """
 
     model_config = ConfigDict(extra="allow")
 
     model: str = Field(min_length=1)
     messages: list[dict[str, Any]] = Field(min_length=1)
-    stream: bool | None = False
-    n: int | None = Field(default=None, ge=1)
+    stream: StrictBool | None = False
+    n: StrictInt | None = Field(default=None, ge=1)
     stream_options: dict[str, Any] | None = None
 
     @field_validator("messages")

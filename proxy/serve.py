@@ -33,10 +33,10 @@ def serve(
     """Run the proxy until it is stopped; the exit code for the command line."""
     console = console or Console(stderr=True)
     if log_level not in LOG_LEVELS:
-        console.print(f"[red]unknown log level {log_level!r}; use one of {', '.join(LOG_LEVELS)}")
+        _refuse(console, f"unknown log level {log_level!r}; use one of {', '.join(LOG_LEVELS)}")
         return EXIT_BAD_CONFIG
     if workers < 1:
-        console.print("[red]--workers must be at least 1")
+        _refuse(console, "--workers must be at least 1")
         return EXIT_BAD_CONFIG
     if config_file is not None:
         # Workers are separate processes: they find the file through the environment.
@@ -44,12 +44,12 @@ def serve(
     try:
         settings = load_settings(config_file)
     except ConfigError as exc:
-        console.print(f"[red]cannot start: {exc}", highlight=False)
+        _refuse(console, f"cannot start: {exc}")
         return EXIT_BAD_CONFIG
     try:
         guardrail = build_guardrail(settings)
     except Exception as exc:  # whatever the policy loader objects to, say it and stop
-        console.print(f"[red]cannot start: invalid policy set: {exc}", highlight=False)
+        _refuse(console, f"cannot start: invalid policy set: {exc}")
         return EXIT_BAD_CONFIG
     options: dict[str, Any] = {
         "host": host or settings.host,
@@ -62,6 +62,10 @@ def serve(
     else:
         uvicorn.run("proxy.app:app_from_environment", factory=True, workers=workers, **options)
     return 0
+
+
+def _refuse(console: Console, message: str) -> None:
+    console.print(message, style="red", markup=False, highlight=False, soft_wrap=True)
 
 
 def _log_config(level: str) -> dict[str, Any]:
