@@ -58,20 +58,49 @@ class CategoryClassifier:
         return self.explain(messages).scores
 
     def explain(self, messages: Sequence[Message]) -> CategoryEvidence:
+        return self.explain_many([messages])[0]
+
+    def explain_many(self, conversations: Sequence[Sequence[Message]]) -> list[CategoryEvidence]:
+        """Classify several conversations with one batched embedding call."""
+        prepared = [self._keywords(messages) for messages in conversations]
+        queries = [query for query, _, _ in prepared]
+        embedded: list[dict[str, float]] = [{} for _ in queries]
+        if self._index is not None:
+            wanted = [i for i, query in enumerate(queries) if query.strip()]
+            for i, probabilities in zip(
+                wanted, self._index.probabilities([queries[i] for i in wanted]), strict=True
+            ):
+                embedded[i] = probabilities
+        return [
+            self._combine(query, hits, keyword_scores, embedding)
+            for (query, hits, keyword_scores), embedding in zip(prepared, embedded, strict=True)
+        ]
+
+    def _keywords(
+        self, messages: Sequence[Message]
+    ) -> tuple[str, dict[str, list[str]], dict[str, float]]:
         turns = [content_text(m.get("content")) for m in messages if m.get("role") == "user"] or [
             ""
         ]
         latest, earlier = turns[-1], turns[:-1]
-        keywords = self._rules.hits(latest)
-        keyword_scores = {name: keyword_confidence(len(rules)) for name, rules in keywords.items()}
+        hits = self._rules.hits(latest)
+        scores = {name: keyword_confidence(len(rules)) for name, rules in hits.items()}
         for turn in earlier:
             for name, rules in self._rules.hits(turn).items():
                 context = CONTEXT_WEIGHT * keyword_confidence(len(rules))
-                keyword_scores[name] = max(keyword_scores.get(name, 0.0), context)
+                scores[name] = max(scores.get(name, 0.0), context)
         query = latest
         if earlier and len(latest.split()) < SHORT_TURN_WORDS:
             query = f"{earlier[-1]}\n{latest}"
-        embedding = self._index.probabilities(query) if self._index and query.strip() else {}
+        return query, hits, scores
+
+    def _combine(
+        self,
+        query: str,
+        hits: Mapping[str, Sequence[str]],
+        keyword_scores: Mapping[str, float],
+        embedding: Mapping[str, float],
+    ) -> CategoryEvidence:
         trust = embedding_trust(query)
         strongest_keyword = max(
             (score for name, score in keyword_scores.items() if name != BENIGN), default=0.0
@@ -87,4 +116,4 @@ class CategoryClassifier:
             if score >= 0.01:
                 scores.append(CategoryScore(name, round(score, 4)))
         scores.sort(key=lambda c: -c.score)
-        return CategoryEvidence(tuple(scores), embedding, keywords, query)
+        return CategoryEvidence(tuple(scores), embedding, hits, query)

@@ -43,25 +43,30 @@ class ExemplarIndex:
         self.k = k
         self.temperature = temperature
 
-    def similarities(self, text: str) -> dict[str, float]:
-        """Category -> mean cosine similarity of its ``k`` nearest exemplars to ``text``."""
-        if not self.names:
-            return {}
-        query = self._encoder([text])[0]
-        sims = self._vectors @ query
-        result: dict[str, float] = {}
-        for index, name in enumerate(self.names):
-            own = sims[self._owner == index]
-            top = np.sort(own)[-self.k :]
-            result[name] = float(top.mean())
-        return result
+    def similarities(self, texts: Sequence[str]) -> list[dict[str, float]]:
+        """Per text: category -> mean cosine similarity of its ``k`` nearest exemplars."""
+        if not self.names or not texts:
+            return [{} for _ in texts]
+        sims = self._vectors @ self._encoder(texts).T
+        per_category = []
+        for index in range(len(self.names)):
+            own = np.sort(sims[self._owner == index], axis=0)[-self.k :]
+            per_category.append(own.mean(axis=0))
+        table = np.vstack(per_category)
+        return [
+            {name: float(table[i, column]) for i, name in enumerate(self.names)}
+            for column in range(len(texts))
+        ]
 
-    def probabilities(self, text: str) -> dict[str, float]:
+    def probabilities(self, texts: Sequence[str]) -> list[dict[str, float]]:
         """The similarities as a distribution over categories (softmax with temperature)."""
-        sims = self.similarities(text)
-        if not sims:
-            return {}
-        values = np.asarray(list(sims.values()), dtype=np.float64) / self.temperature
-        weights = np.exp(values - values.max())
-        weights /= weights.sum()
-        return dict(zip(sims, (float(w) for w in weights), strict=True))
+        result: list[dict[str, float]] = []
+        for sims in self.similarities(texts):
+            if not sims:
+                result.append({})
+                continue
+            values = np.asarray(list(sims.values()), dtype=np.float64) / self.temperature
+            weights = np.exp(values - values.max())
+            weights /= weights.sum()
+            result.append(dict(zip(sims, (float(w) for w in weights), strict=True)))
+        return result

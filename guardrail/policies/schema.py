@@ -61,17 +61,15 @@ FLAT_STRATEGIES = [Strategy.DIRECT_REFUSAL, Strategy.EXPLANATION_REFUSAL, Strate
 
 SLOTS: dict[PolicyAction, frozenset[str]] = {
     PolicyAction.PARTIAL_COMPLIANCE: frozenset(
-        {"acknowledge", "acknowledge_general", "bridge", "boundary", "resources_intro", "offer"}
+        {"acknowledge", "acknowledge_general", "boundary", "resources_intro", "offer"}
     ),
     PolicyAction.REDIRECT: frozenset(
-        {"acknowledge", "acknowledge_general", "bridge", "redirect", "resources_intro", "offer"}
+        {"acknowledge", "acknowledge_general", "redirect", "resources_intro", "offer"}
     ),
     PolicyAction.EMPATHETIC_BOUNDARY: frozenset(
         {"validate", "ai_honesty", "offer", "connection", "resources_intro"}
     ),
-    PolicyAction.KEEP: frozenset(
-        {"acknowledge", "acknowledge_general", "boundary", "resources_intro", "offer"}
-    ),
+    PolicyAction.KEEP: frozenset({"acknowledge_general", "boundary", "resources_intro", "offer"}),
     PolicyAction.REGENERATE: frozenset({"acknowledge", "acknowledge_general", "limit", "offer"}),
     PolicyAction.BLOCK: frozenset({"message"}),
 }

@@ -1,0 +1,29 @@
+"""Core settings, read from ``GUARDRAIL_*`` environment variables (or passed in directly)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_policies_dir() -> Path:
+    """``./policies`` when it exists (a checkout or a user's own set), else the bundled one."""
+    local = Path("policies")
+    if local.is_dir():
+        return local
+    return Path(__file__).resolve().parent.parent / "policies"
+
+
+class GuardrailSettings(BaseSettings):
+    """What the core needs to build a :class:`~guardrail.Guardrail`."""
+
+    model_config = SettingsConfigDict(env_prefix="GUARDRAIL_", extra="ignore")
+
+    policies_dir: Path = Field(default_factory=default_policies_dir)
+    policy_reload_seconds: float | None = Field(default=2.0, ge=0)
+    """How often to look for edited policy files; ``None`` never reloads."""
+    embeddings: bool = True
+    """Use the sentence-embedding model for categories (keyword rules only when off)."""
+    rewrite_timeout_seconds: float = Field(default=30.0, gt=0)
