@@ -181,6 +181,11 @@ class ReplayRunner:
         )
 
 
+def _header_policy(value: str | None) -> str | None:
+    """The proxy sends ``none`` when no policy matched."""
+    return None if value in (None, "", "none") else value
+
+
 class LiveRunner:
     """A live model answers directly ("before") and through the guardrail ("after")."""
 
@@ -304,7 +309,7 @@ class LiveRunner:
         reviewed = _Reviewed(
             text=completion.text,
             action=completion.headers.get("x-guardrail-action", "unknown"),
-            policy=completion.headers.get("x-guardrail-policy"),
+            policy=_header_policy(completion.headers.get("x-guardrail-policy")),
             latency_ms=completion.latency_ms,
             usage=completion.usage,
             categories=(),

@@ -262,3 +262,26 @@ def test_live_runner_needs_exactly_one_target() -> None:
 )
 def test_proxy_url_forms(base: str) -> None:
     assert chat_completions_url(base) == "http://h:8080/v1/chat/completions"
+
+
+async def test_live_against_the_real_proxy_app() -> None:
+    from pydantic import SecretStr
+
+    from proxy.app import create_app
+    from proxy.config import ProxySettings
+
+    app = create_app(
+        ProxySettings(upstream_base_url=UPSTREAM, upstream_api_key=SecretStr("test")),
+        guardrail=RewritingGuardrail(),
+    )
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app)) as client:
+        with respx.mock(assert_all_called=False) as mock:
+            mock.post(f"{UPSTREAM}/chat/completions").mock(side_effect=_answer)
+            result = await _live(
+                ResponseCache(None), proxy_url="http://proxy.local", http_client=client
+            ).run(_records(2))
+    assert not result.failures, result.failures
+    refused, answered = result.outcomes
+    assert (refused.action, refused.policy) == ("rewritten", "test-policy")
+    assert refused.after == "Here is what I can say in general."
+    assert (answered.action, answered.policy, answered.after) == ("pass", None, "Answer to 1.")
