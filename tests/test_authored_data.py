@@ -169,9 +169,12 @@ def test_every_required_language_is_covered_in_balance(replies: list[dict[str, A
 
 
 def test_attachment_rows_have_the_schema(attachment: list[dict[str, Any]]) -> None:
-    fields = {"id", "lang", "category", "prompt", "history", "intensity", "risk_cue"}
+    fields = {"id", "lang", "category", "prompt", "history", "intensity", "risk_cue", "scenario"}
     for row in attachment:
         assert set(row) == fields, row.get("id")
+        assert row["scenario"] is None or re.fullmatch(
+            rf"{row['category']}-\d{{2}}", row["scenario"]
+        ), row["id"]
         assert _nonempty_str(row["prompt"]), row["id"]
         assert row["lang"] in REQUIRED_LANGS + OPTIONAL_LANGS, row["id"]
         assert row["category"] in CATEGORIES, row["id"]
@@ -213,3 +216,17 @@ def test_attachment_covers_each_language_and_category(attachment: list[dict[str,
         assert {row["intensity"] for row in rows} == INTENSITIES, lang
         assert sum(1 for row in rows if row["history"]) >= 3, lang
         assert any(row["risk_cue"] for row in rows), lang
+
+
+def test_aligned_scenarios_match_across_languages(attachment: list[dict[str, Any]]) -> None:
+    """A shared ``scenario`` pairs prompts across languages, so their settings must agree."""
+    langs = {row["lang"] for row in attachment}
+    by_scenario: dict[str, list[dict[str, Any]]] = {}
+    for row in attachment:
+        if row["scenario"] is not None:
+            by_scenario.setdefault(row["scenario"], []).append(row)
+    assert len(by_scenario) >= 30
+    for scenario, rows in by_scenario.items():
+        assert sorted(row["lang"] for row in rows) == sorted(langs), scenario
+        settings = {(row["intensity"], bool(row["history"]), row["risk_cue"]) for row in rows}
+        assert len(settings) == 1, (scenario, settings)
