@@ -36,6 +36,8 @@ class CategorySpec(BaseModel):
     description: str = ""
     label: dict[str, str] = Field(default_factory=dict)
     """The topic's name per language, used by compose when no topic phrase can be extracted."""
+    echo_topic: bool = True
+    """Whether compose may name the request's own phrasing; off where repeating it would hurt."""
     exemplars: list[str] = Field(default_factory=list)
     """Requests typical of the category, in any language; matched by embedding similarity."""
     keywords: dict[str, list[str]] = Field(default_factory=dict)

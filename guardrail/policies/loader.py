@@ -198,6 +198,7 @@ def _merge_categories(
                 update={
                     "group": current.group or spec.group,
                     "description": current.description or spec.description,
+                    "echo_topic": current.echo_topic and spec.echo_topic,
                     "label": {**spec.label, **current.label},
                     "exemplars": [*current.exemplars, *spec.exemplars],
                     "keywords": keywords,
