@@ -1,7 +1,7 @@
 """Request categories: what the user is asking about, from exemplars and keyword rules."""
 
 from guardrail.categories.classifier import BENIGN, CategoryClassifier, CategoryEvidence
-from guardrail.categories.exemplars import Encoder, ExemplarIndex
+from guardrail.categories.exemplars import Encoder, ExemplarIndex, MemoEncoder
 from guardrail.categories.keywords import KeywordRules
 from guardrail.categories.spec import SENSITIVE_GROUPS, CategoryGroup, CategorySpec
 
@@ -15,4 +15,5 @@ __all__ = [
     "Encoder",
     "ExemplarIndex",
     "KeywordRules",
+    "MemoEncoder",
 ]

@@ -70,3 +70,22 @@ class ExemplarIndex:
             weights /= weights.sum()
             result.append(dict(zip(sims, (float(w) for w in weights), strict=True)))
         return result
+
+
+class MemoEncoder:
+    """Remembers embeddings by text, so rebuilding an index after a policy reload only embeds
+    the exemplars that changed."""
+
+    def __init__(self, encoder: Encoder, *, max_items: int = 20_000) -> None:
+        self._encoder = encoder
+        self._max_items = max_items
+        self._memo: dict[str, Vectors] = {}
+
+    def __call__(self, texts: Sequence[str]) -> Vectors:
+        missing = list(dict.fromkeys(t for t in texts if t not in self._memo))
+        if missing:
+            if len(self._memo) + len(missing) > self._max_items:
+                self._memo.clear()
+            for text, vector in zip(missing, self._encoder(missing), strict=True):
+                self._memo[text] = vector
+        return np.vstack([self._memo[t] for t in texts]) if texts else self._encoder(texts)

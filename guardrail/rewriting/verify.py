@@ -1,0 +1,75 @@
+"""Checks a model rewrite must pass before it replaces a reply.
+
+A rewrite model can repeat the refusal, leak the recipe the original withheld, or answer in the
+wrong language; each is caught here and named, so the caller can retry or fall back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from guardrail.policies.schema import Detail, Policy, PolicyAction
+from guardrail.rewriting.actionability import Actionability, assess
+from guardrail.rewriting.language import UNDETERMINED, detect_language
+from guardrail.types import Detection, Message
+
+LANGUAGE_CHECK_MIN_CHARS = 40
+"""Shorter texts are too short to identify their language reliably."""
+LENGTH_TOLERANCE = 1.25
+"""Models overshoot a character budget a little; a rewrite well past it is rejected."""
+
+
+class RefusalDetector(Protocol):
+    """What the pipeline needs from the detector."""
+
+    def detect(
+        self,
+        response: str,
+        *,
+        prompt: str = "",
+        messages: Sequence[Message] = (),
+        refusal: str | None = None,
+    ) -> Detection: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    problems: tuple[str, ...]
+    detection: Detection
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def verify(
+    text: str,
+    *,
+    policy: Policy,
+    detector: RefusalDetector,
+    request: str,
+    lang: str,
+    original: Actionability,
+    sensitive: bool,
+) -> Verdict:
+    """Every reason ``text`` may not replace the original reply (none means it may)."""
+    detection = detector.detect(text, prompt=request)
+    problems: list[str] = []
+    if not text.strip():
+        problems.append("empty rewrite")
+    if len(text) > policy.max_chars * LENGTH_TOLERANCE:
+        problems.append(f"{len(text)} characters, limit {policy.max_chars}")
+    if policy.action is not PolicyAction.KEEP and detection.is_flat_refusal:
+        problems.append(f"still a flat refusal ({detection.strategy.value})")
+    if sensitive:
+        kinds = policy.never_include or list(Detail)
+        added = assess(text).exceeds(original, kinds)
+        if added:
+            problems.append("adds operational detail: " + ", ".join(kind.value for kind in added))
+    if lang != UNDETERMINED and len(text) >= LANGUAGE_CHECK_MIN_CHARS:
+        found = detect_language(text)
+        if found not in (lang, UNDETERMINED):
+            problems.append(f"language {found}, expected {lang}")
+    return Verdict(tuple(problems), detection)
