@@ -221,7 +221,10 @@ def _merge_templates(
     where: dict[tuple[str, PolicyAction, str], str] = {}
     for item in loaded:
         for lang, actions in item.content.templates.items():
-            for action, slots in actions.items():
+            for action in PolicyAction:
+                slots = actions.for_action(action)
+                if not slots:
+                    continue
                 target = merged.setdefault(lang, {}).setdefault(action, {})
                 for slot, variants in slots.items():
                     key = (lang, action, slot)

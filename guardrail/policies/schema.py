@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 import string
 from enum import StrEnum
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from guardrail.categories.spec import NAME_PATTERN, CategorySpec
 from guardrail.types import Strategy
@@ -163,6 +164,39 @@ class Policy(BaseModel):
         return self
 
 
+def _checker(action: PolicyAction) -> AfterValidator:
+    def check(slots: SlotTemplates) -> SlotTemplates:
+        check_slots(action, slots)
+        return slots
+
+    return AfterValidator(check)
+
+
+class ActionTemplates(BaseModel):
+    """Compose wording for one language, per action."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    partial_compliance: Annotated[SlotTemplates, _checker(PolicyAction.PARTIAL_COMPLIANCE)] = Field(
+        default_factory=dict
+    )
+    redirect: Annotated[SlotTemplates, _checker(PolicyAction.REDIRECT)] = Field(
+        default_factory=dict
+    )
+    empathetic_boundary: Annotated[SlotTemplates, _checker(PolicyAction.EMPATHETIC_BOUNDARY)] = (
+        Field(default_factory=dict)
+    )
+    keep: Annotated[SlotTemplates, _checker(PolicyAction.KEEP)] = Field(default_factory=dict)
+    regenerate: Annotated[SlotTemplates, _checker(PolicyAction.REGENERATE)] = Field(
+        default_factory=dict
+    )
+    block: Annotated[SlotTemplates, _checker(PolicyAction.BLOCK)] = Field(default_factory=dict)
+
+    def for_action(self, action: PolicyAction) -> SlotTemplates:
+        slots: SlotTemplates = getattr(self, action.value)
+        return slots
+
+
 class PolicyFile(BaseModel):
     """The top level of one YAML file."""
 
@@ -170,7 +204,7 @@ class PolicyFile(BaseModel):
 
     policies: list[Policy] = Field(default_factory=list)
     categories: dict[str, CategorySpec] = Field(default_factory=dict)
-    templates: dict[str, dict[PolicyAction, SlotTemplates]] = Field(default_factory=dict)
+    templates: dict[str, ActionTemplates] = Field(default_factory=dict)
     """Shared compose wording: language -> action -> slot -> variants."""
 
     @field_validator("categories")
@@ -179,14 +213,4 @@ class PolicyFile(BaseModel):
         for name in value:
             if not re.match(NAME_PATTERN, name):
                 raise ValueError(f"category name {name!r} must be lower_snake_case")
-        return value
-
-    @field_validator("templates")
-    @classmethod
-    def _template_slots(
-        cls, value: dict[str, dict[PolicyAction, SlotTemplates]]
-    ) -> dict[str, dict[PolicyAction, SlotTemplates]]:
-        for actions in value.values():
-            for action, slots in actions.items():
-                check_slots(action, slots)
         return value

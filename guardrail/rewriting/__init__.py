@@ -3,7 +3,7 @@
 from guardrail.rewriting.actionability import Actionability, assess
 from guardrail.rewriting.compose import Composer, ComposeRequest
 from guardrail.rewriting.language import SUPPORTED, detect_language
-from guardrail.rewriting.rewriter import RewriteJob, RewriteResult, Rewriter, Source
+from guardrail.rewriting.rewriter import RewriteJob, Rewriter, RewriteResult, Source
 from guardrail.rewriting.salvage import salvage
 from guardrail.rewriting.verify import RefusalDetector, Verdict, verify
 
