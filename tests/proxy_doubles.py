@@ -27,18 +27,23 @@ class ReviewCall:
     model: str | None
     client_key: str | None
     partial: bool
+    streamed: bool
     messages: Sequence[Message]
 
 
 @dataclass
 class ScriptedGuardrail(Guardrail):
     """Rewrites replies that open with :data:`REFUSAL_OPENING` or carry a ``refusal`` field;
-    asks for a follow-up on full replies containing :data:`LATE_MARKER`."""
+    asks for a follow-up on already streamed replies containing :data:`LATE_MARKER`."""
 
     rewrite: str = REWRITE
     usage: Usage = field(default_factory=lambda: Usage(prompt_tokens=11, completion_tokens=7))
     calls: list[ReviewCall] = field(default_factory=list)
     fail: bool = False
+    warmed: bool = False
+
+    def warm_up(self) -> None:
+        self.warmed = True
 
     async def review(
         self,
@@ -49,8 +54,11 @@ class ScriptedGuardrail(Guardrail):
         model: str | None = None,
         client_key: str | None = None,
         partial: bool = False,
+        streamed: bool = False,
     ) -> Decision:
-        self.calls.append(ReviewCall(reply, refusal, model, client_key, partial, messages))
+        self.calls.append(
+            ReviewCall(reply, refusal, model, client_key, partial, streamed, messages)
+        )
         if self.fail:
             raise RuntimeError("policy engine exploded")
         text = reply or ""
@@ -58,7 +66,7 @@ class ScriptedGuardrail(Guardrail):
             return Decision(
                 action=Action.REWRITTEN, text=self.rewrite, policy="test-policy", usage=self.usage
             )
-        if not partial and LATE_MARKER in text:
+        if streamed and LATE_MARKER in text:
             return Decision(
                 action=Action.KEPT, text=None, policy="late-policy", follow_up=FOLLOW_UP
             )

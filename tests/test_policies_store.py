@@ -1,4 +1,4 @@
-"""Hot reload: edits take effect, broken edits never do (the last good set stays, with a warning)."""
+"""Hot reload: edits take effect; broken edits never do (the last good set stays, logged)."""
 
 from __future__ import annotations
 

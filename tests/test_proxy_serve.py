@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from proxy_doubles import ScriptedGuardrail
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -26,6 +27,13 @@ def runs(monkeypatch) -> list[tuple[Any, dict[str, Any]]]:
     return calls
 
 
+@pytest.fixture
+def pipeline(monkeypatch) -> ScriptedGuardrail:
+    guardrail = ScriptedGuardrail()
+    monkeypatch.setattr(serve_module, "build_guardrail", lambda settings: guardrail)
+    return guardrail
+
+
 def config(
     tmp_path: Path, text: str = "upstream_base_url: http://up.test/v1\nport: 8123\n"
 ) -> Path:
@@ -38,7 +46,7 @@ def run(*args: str) -> Any:
     return CliRunner().invoke(app, ["serve", *args])
 
 
-def test_a_good_config_starts_one_in_process_server(tmp_path, runs, monkeypatch):
+def test_a_good_config_starts_one_in_process_server(tmp_path, runs, pipeline, monkeypatch):
     monkeypatch.setenv(CONFIG_ENV, "")
     result = run("--config", str(config(tmp_path)), "--log-level", "warning")
     assert result.exit_code == 0, result.output
@@ -52,7 +60,7 @@ def test_a_good_config_starts_one_in_process_server(tmp_path, runs, monkeypatch)
     assert options["log_config"]["loggers"]["guardrail"]["level"] == "WARNING"
 
 
-def test_workers_load_the_same_file_through_the_environment(tmp_path, runs, monkeypatch):
+def test_workers_load_the_same_file_through_the_environment(tmp_path, runs, pipeline, monkeypatch):
     monkeypatch.setenv(CONFIG_ENV, "")
     path = config(tmp_path)
     result = run("--config", str(path), "--workers", "2", "--port", "9001", "--host", "0.0.0.0")
@@ -81,22 +89,35 @@ def test_a_broken_config_file_is_a_clear_refusal_to_start(tmp_path, runs):
     assert runs == []
 
 
-def test_an_invalid_policy_set_refuses_to_start(tmp_path, runs, monkeypatch):
+def test_an_invalid_policy_set_refuses_to_start(tmp_path, runs):
+    policies = tmp_path / "policies"
+    policies.mkdir()
+    (policies / "broken.yaml").write_text("policies:\n  - name: [unclosed\n", encoding="utf-8")
+    path = config(tmp_path, f"upstream_base_url: http://up.test/v1\npolicies: {policies}\n")
+    out = StringIO()
+    code = serve_module.serve(path, console=Console(file=out, width=200))
+    assert code == 2
+    assert "cannot start: invalid policy set" in out.getvalue()
+    assert "broken.yaml" in out.getvalue()
+    assert runs == []
+
+
+def test_a_pipeline_that_fails_to_load_refuses_to_start(tmp_path, runs, monkeypatch):
     def broken(settings):
-        raise ValueError("policies/weapons.yaml line 3: unknown action 'explode'")
+        raise OSError("embedding model files missing")
 
     monkeypatch.setattr(serve_module, "build_guardrail", broken)
     out = StringIO()
     code = serve_module.serve(config(tmp_path), console=Console(file=out, width=200))
     assert code == 2
-    assert "invalid policy set: policies/weapons.yaml line 3" in out.getvalue()
+    assert "the guardrail failed to load: OSError: embedding model files missing" in out.getvalue()
     assert runs == []
 
 
 @pytest.mark.parametrize(
     ("args", "message"), [(["--workers", "0"], "--workers"), (["--log-level", "loud"], "log level")]
 )
-def test_bad_options_are_refused(tmp_path, runs, args, message):
+def test_bad_options_are_refused(tmp_path, runs, pipeline, args, message):
     result = run("--config", str(config(tmp_path)), *args)
     assert result.exit_code == 2
     assert message in result.output

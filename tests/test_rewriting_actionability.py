@@ -58,7 +58,8 @@ GENERAL = {
     "es": "Las cerraduras de pines funcionan alineando los pines en la línea de corte. En muchos "
     "países es ilegal abrir una cerradura ajena.",
     "zh": "弹子锁的原理是让锁芯里的弹子对齐。在大多数国家，撬开别人的锁是违法的。",
-    "ja": "シリンダー錠は、ピンの位置がそろうと回る仕組みです。他人の鍵を開けることは多くの国で違法です。",
+    "ja": "シリンダー錠は、ピンの位置がそろうと回る仕組みです。"
+    "他人の鍵を開けることは多くの国で違法です。",
     "ko": "핀 텀블러 자물쇠는 핀이 정렬되면 열리는 원리예요. 남의 자물쇠를 여는 것은 불법이에요.",
 }
 
