@@ -60,8 +60,13 @@ class Record:
 class StubUpstream:
     """An OpenAI-compatible chat server with scripted replies."""
 
-    def __init__(self, script: Script | None = None) -> None:
+    def __init__(
+        self, script: Script | None = None, *, by_prompt: Mapping[str, Script] | None = None
+    ) -> None:
         self.script = script or Script()
+        """The reply to any prompt not in ``by_prompt``."""
+        self.by_prompt = dict(by_prompt or {})
+        """Replies chosen by the last message's text, for clients in other processes."""
         self.records: list[Record] = []
         self.app: ASGIApp = Starlette(
             routes=[
@@ -74,7 +79,8 @@ class StubUpstream:
         body = await request.json()
         record = Record(body)
         self.records.append(record)
-        script = self.script
+        messages = body.get("messages") or [{}]
+        script = self.by_prompt.get(str(messages[-1].get("content")), self.script)
         if script.status != 200:
             headers = {"retry-after": script.retry_after} if script.retry_after else None
             error = {"message": f"stub failure {script.status}", "type": "stub_error"}

@@ -17,6 +17,7 @@ from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
 from guardrail import Guardrail
+from guardrail.settings import GuardrailSettings
 from proxy.auth import authenticate
 from proxy.config import ProxySettings, load_settings
 from proxy.errors import install_handlers
@@ -33,8 +34,19 @@ _WARMUP = [{"role": "user", "content": "Hello"}]
 
 
 def build_guardrail(settings: ProxySettings) -> Guardrail:
-    """The pipeline the proxy serves with; raises if the policy set is invalid."""
-    return Guardrail()
+    """The pipeline the proxy serves with; raises ``PolicyError`` if the policy set is invalid.
+
+    Rewrite models named ``upstream`` in a policy reach the same upstream as the request.
+    """
+    upstream = Upstream(settings)
+    core = (
+        GuardrailSettings()
+        if settings.policies is None
+        else (GuardrailSettings(policies_dir=settings.policies))
+    )
+    return Guardrail.from_settings(
+        core, upstream=upstream.rewrite_options(), completion=upstream.rewrite_completion
+    )
 
 
 def create_app(settings: ProxySettings, guardrail: Guardrail | None = None) -> FastAPI:
@@ -46,9 +58,10 @@ def create_app(settings: ProxySettings, guardrail: Guardrail | None = None) -> F
     state: dict[str, Any] = {"ready": False, "problem": "warming up"}
 
     async def warm_up() -> None:
-        # The first review loads models lazily; doing it before traffic keeps it off a request.
+        # Models and indexes load lazily; loading them before traffic keeps that off a request.
         try:
-            await pipeline.review(_WARMUP, "Hello! How can I help you today?", model="warmup")
+            await asyncio.to_thread(pipeline.warm_up)
+            await pipeline.review(_WARMUP, "I'm sorry, but I can't help with that.", model="warmup")
         except Exception as exc:
             state["problem"] = f"guardrail warm-up failed: {exc}"
             log.exception("guardrail warm-up failed")

@@ -32,7 +32,9 @@ def bind_review(
 ) -> Review:
     """The guardrail's review for one request, failing open."""
 
-    async def review(reply: str | None, *, refusal: str | None, partial: bool) -> Decision:
+    async def review(
+        reply: str | None, *, refusal: str | None, partial: bool, streamed: bool = False
+    ) -> Decision:
         try:
             return await guardrail.review(
                 messages,
@@ -41,6 +43,7 @@ def bind_review(
                 model=model,
                 client_key=client_key,
                 partial=partial,
+                streamed=streamed,
             )
         except Exception:
             log.exception("review failed; the upstream reply is passed unchanged")

@@ -14,6 +14,7 @@ from typing import Any
 import uvicorn
 from rich.console import Console
 
+from guardrail.policies import PolicyError
 from proxy.app import build_guardrail, create_app
 from proxy.config import CONFIG_ENV, ConfigError, load_settings
 
@@ -48,8 +49,11 @@ def serve(
         return EXIT_BAD_CONFIG
     try:
         guardrail = build_guardrail(settings)
-    except Exception as exc:  # whatever the policy loader objects to, say it and stop
+    except PolicyError as exc:
         _refuse(console, f"cannot start: invalid policy set: {exc}")
+        return EXIT_BAD_CONFIG
+    except Exception as exc:  # a pipeline that cannot load is as fatal, whatever the cause
+        _refuse(console, f"cannot start: the guardrail failed to load: {type(exc).__name__}: {exc}")
         return EXIT_BAD_CONFIG
     options: dict[str, Any] = {
         "host": host or settings.host,

@@ -46,7 +46,7 @@ class Review(Protocol):
     """The guardrail's review, already bound to the request's messages, model and client."""
 
     async def __call__(
-        self, reply: str | None, *, refusal: str | None, partial: bool
+        self, reply: str | None, *, refusal: str | None, partial: bool, streamed: bool = False
     ) -> Decision: ...
 
 
@@ -256,7 +256,7 @@ class GuardedStream:
             if choice.tool_calls or not (choice.content or choice.refusal):
                 continue
             decision = await self._reviewer(
-                choice.text or None, refusal=choice.refusal_text, partial=False
+                choice.text or None, refusal=choice.refusal_text, partial=False, streamed=True
             )
             if decision.action is Action.PASS and decision.follow_up is None:
                 continue

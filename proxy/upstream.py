@@ -145,6 +145,29 @@ class Upstream:
             models += [m for m in await self._upstream_models() if m.get("id") not in known]
         return models
 
+    def rewrite_options(self) -> dict[str, Any]:
+        """litellm options that reach the minimal-mode upstream, for policies whose rewrite
+        model is the request's own (``rewrite_model: upstream``)."""
+        if not self._settings.upstream_base_url:
+            return {}
+        key = self._settings.upstream_api_key
+        return {
+            "custom_llm_provider": "openai",
+            "api_base": self._settings.upstream_base_url,
+            "api_key": key.get_secret_value() if key else _NO_KEY,
+        }
+
+    async def rewrite_completion(self, *, model: str, **options: Any) -> Any:
+        """``litellm.acompletion`` for rewrite models, with this proxy's model-list names
+        resolved to the models behind them; any other name goes to litellm as it is."""
+        if model in self._entries:
+            route = self.route(model)
+            for name in ("custom_llm_provider", "api_base", "api_key"):
+                options.pop(name, None)
+            options.update(route.params)
+            model = route.model
+        return await litellm.acompletion(model=model, **options)
+
     async def aclose(self) -> None:
         if self._http is not None:
             await self._http.aclose()
