@@ -29,6 +29,7 @@ from eval.cache import ResponseCache
 from eval.datasets import DATA_DIR, DATASETS, DatasetError, Record, load
 from eval.judges import (
     ActionabilityCheck,
+    Detail,
     DetectorJudge,
     HumanJudge,
     Judge,
@@ -46,6 +47,7 @@ from eval.metrics import Judged
 from eval.report import build_report, print_summary, write_reports
 from eval.runners import LiveRunner, Outcome, ReplayRunner, RunResult, Tick
 from guardrail import Guardrail
+from guardrail.settings import GuardrailSettings
 
 Mode = Literal["replay", "live"]
 
@@ -73,6 +75,8 @@ class BenchConfig:
     judge_model: str | None = None
     concurrency: int | None = None
     cache_path: Path | None = None
+    policies: Path | None = None
+    """Policy directory for the in-process pipeline; ``None``: the core's default."""
     data_dir: Path = DATA_DIR
     retry: RetryPolicy = field(default_factory=RetryPolicy)
 
@@ -154,11 +158,15 @@ class JudgePanel:
         return [judge.info for judge in self.judges]
 
 
-def build_panel(config: BenchConfig, cache: ResponseCache) -> JudgePanel:
+def build_panel(
+    config: BenchConfig, cache: ResponseCache, guardrail: Guardrail | None
+) -> JudgePanel:
+    """Every judge that can run; the detector is the pipeline's own when one runs in-process."""
     judges: list[Judge] = [HumanJudge(), StringMatchJudge()]
     unavailable: dict[str, str] = {}
     try:
-        judges.append(DetectorJudge(load_detector()))
+        detector = guardrail.detector if guardrail is not None else load_detector()
+        judges.append(DetectorJudge(detector))
     except ImportError as exc:
         unavailable["detector"] = f"guardrail.detection.Detector not available ({exc})"
     if config.judge_model:
@@ -166,6 +174,25 @@ def build_panel(config: BenchConfig, cache: ResponseCache) -> JudgePanel:
     else:
         unavailable["llm"] = "no --judge-model given"
     return JudgePanel(judges, unavailable, load_actionability_check())
+
+
+async def prepare_guardrail(config: BenchConfig) -> Guardrail:
+    """The in-process pipeline, warmed up so that loading models is not counted as latency."""
+    overrides: dict[str, Any] = {"policy_reload_seconds": None}
+    if config.policies is not None:
+        overrides["policies_dir"] = config.policies
+    try:
+        guardrail = Guardrail.from_settings(GuardrailSettings(**overrides))
+        guardrail.warm_up()
+        await guardrail.review(_WARM_UP, "Hello! How can I help you today?")
+    except Exception as exc:
+        raise BenchError(
+            f"cannot build the guardrail pipeline: {type(exc).__name__}: {exc}"
+        ) from None
+    return guardrail
+
+
+_WARM_UP = [{"role": "user", "content": "Hello"}]
 
 
 async def grade(
@@ -190,7 +217,7 @@ async def grade(
         after = await judge.judge(Sample(record, outcome.after, "after", outcome.after_detection))
         return {"before": before, "after": after}
 
-    def actionable(outcome: Outcome) -> dict[Side, bool | None]:
+    def actionable(outcome: Outcome) -> dict[Side, Detail | None]:
         check = panel.actionability
         if check is None or not outcome.record.is_harmful:
             return {"before": None, "after": None}
@@ -207,15 +234,18 @@ async def grade(
     return list(await asyncio.gather(*(one(o) for o in outcomes)))
 
 
-def _runner(config: BenchConfig, cache: ResponseCache) -> ReplayRunner | LiveRunner:
+def _runner(
+    config: BenchConfig, cache: ResponseCache, guardrail: Guardrail | None
+) -> ReplayRunner | LiveRunner:
     concurrency = config.effective_concurrency
     if config.mode == "replay":
-        return ReplayRunner(Guardrail(), concurrency=concurrency)
+        assert guardrail is not None
+        return ReplayRunner(guardrail, concurrency=concurrency)
     assert config.model is not None
     return LiveRunner(
         config.model,
         cache=cache,
-        guardrail=None if config.proxy_url else Guardrail(),
+        guardrail=guardrail,
         proxy_url=config.proxy_url,
         proxy_api_key=config.proxy_api_key,
         concurrency=concurrency,
@@ -230,7 +260,9 @@ def describe_config(
     notes = []
     if config.mode == "replay":
         notes.append(
-            '"before" is the recorded reply; "after" is what Guardrail.review returns for it.'
+            '"before" is the recorded reply; "after" is what Guardrail.review returns for it. '
+            "No model is called: policies that rewrite with the request's own model compose "
+            "from templates instead."
         )
     elif config.proxy_url:
         notes.append(
@@ -255,6 +287,7 @@ def describe_config(
         "proxy_url": config.proxy_url,
         "judge_model": config.judge_model,
         "concurrency": config.effective_concurrency,
+        "policies": str(config.policies) if config.policies else "default",
         "cache": str(config.cache_path) if config.cache_path else None,
         "cache_entries_at_start": len(cache),
         "sampling": sampling,
@@ -274,7 +307,8 @@ async def run_bench(config: BenchConfig, progress: Progress | None = None) -> di
     records, sampling = select_records(config)
     cache = ResponseCache(config.cache_path)
     settings = describe_config(config, sampling, cache)
-    panel = build_panel(config, cache)
+    guardrail = None if config.proxy_url else await prepare_guardrail(config)
+    panel = build_panel(config, cache, guardrail)
 
     def tick_for(description: str) -> Tick | None:
         if progress is None:
@@ -282,7 +316,8 @@ async def run_bench(config: BenchConfig, progress: Progress | None = None) -> di
         task = progress.add_task(description, total=len(records))
         return lambda: progress.advance(task)
 
-    result: RunResult = await _runner(config, cache).run(records, tick_for("replies"))
+    runner = _runner(config, cache, guardrail)
+    result: RunResult = await runner.run(records, tick_for("replies"))
     judged = await grade(
         result.outcomes,
         panel,

@@ -11,14 +11,15 @@ from __future__ import annotations
 import importlib
 import json
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
 
 from eval.cache import ResponseCache, cache_key
 from eval.datasets import Record
 from eval.llm import ModelCallError, RetryPolicy, litellm_complete
 from eval.rubric import judge_messages
+from guardrail.rewriting import RefusalDetector
 from guardrail.types import FLAT_REFUSALS, Detection, Label3, Pattern, Strategy
 
 Side = Literal["before", "after"]
@@ -179,8 +180,6 @@ class StringMatchJudge:
 
 # --- the project's detector ------------------------------------------------------------------
 
-DetectFn = Callable[[str, str], Detection]
-
 
 class DetectorJudge:
     """``guardrail.detection.Detector``: the same detector that decides which replies to rewrite."""
@@ -191,29 +190,31 @@ class DetectorJudge:
         source="guardrail.detection.Detector (this project)",
         gives_strategy=True,
         gives_patterns=True,
-        notes=("Also triggers the rewrites it grades; read it next to the independent judges.",),
+        notes=(
+            "Also triggers the rewrites it grades; read it next to the independent judges.",
+            "Its trained head was fitted on XSTest's 2,250 replies (guardrail/detection/"
+            "corpus.py), so on XSTest its agreement with the human labels is in-sample.",
+        ),
     )
 
-    def __init__(self, detect: DetectFn) -> None:
-        self._detect = detect
+    def __init__(self, detector: RefusalDetector) -> None:
+        self._detector = detector
 
     async def judge(self, sample: Sample) -> Verdict | None:
-        detection = sample.detection or self._detect(sample.reply, sample.record.prompt)
+        record = sample.record
+        detection = sample.detection or self._detector.detect(
+            sample.reply, prompt=record.prompt, messages=record.messages
+        )
         return Verdict.from_detection(detection)
 
 
-def load_detector() -> DetectFn:
-    """The core detector, loaded once; raises ImportError while the core does not provide it."""
+def load_detector() -> RefusalDetector:
+    """A fresh core detector; raises ImportError when the core does not provide one."""
     detector_class = getattr(importlib.import_module("guardrail.detection"), "Detector", None)
     if detector_class is None:
         raise ImportError("guardrail.detection provides no Detector")
-    detector = detector_class()
-
-    def detect(reply: str, prompt: str) -> Detection:
-        result: Detection = detector.detect(reply, prompt=prompt)
-        return result
-
-    return detect
+    detector: RefusalDetector = detector_class()
+    return detector
 
 
 # --- LLM judge -------------------------------------------------------------------------------
@@ -291,15 +292,23 @@ class LLMJudge:
 
 # --- actionable detail -----------------------------------------------------------------------
 
-ActionabilityCheck = Callable[[str], bool]
-"""Does a reply carry operational detail (step sequences, quantities, code, sources)?"""
+Detail = Mapping[str, int]
+"""Operational detail in a reply, counted per kind (step sequences, quantities, code, sources)."""
+ActionabilityCheck = Callable[[str], Detail]
 
 
 def load_actionability_check() -> ActionabilityCheck | None:
-    """The core's actionability check, or ``None`` while the core does not provide one."""
+    """The core's actionability check (``guardrail.rewriting.actionability.assess``), or
+    ``None`` when the core does not provide it."""
     try:
         module = importlib.import_module("guardrail.rewriting.actionability")
     except ImportError:
         return None
-    check = getattr(module, "has_actionable_detail", None)
-    return check if callable(check) else None
+    assess = getattr(module, "assess", None)
+    if not callable(assess):
+        return None
+
+    def check(text: str) -> Detail:
+        return {name: int(count) for name, count in asdict(assess(text)).items()}
+
+    return check

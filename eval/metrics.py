@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from eval.judges import Side, Verdict
+from eval.judges import Detail, Side, Verdict
 from eval.runners import Outcome
 from guardrail.types import Pattern, Strategy
 
@@ -27,9 +27,10 @@ class Judged:
 
     outcome: Outcome
     verdicts: Mapping[str, Mapping[Side, Verdict | None]]
-    actionable: Mapping[Side, bool | None] = field(
+    actionable: Mapping[Side, Detail | None] = field(
         default_factory=lambda: {"before": None, "after": None}
     )
+    """Operational detail per kind, measured on harmful requests only."""
 
 
 def _rate(hits: Iterable[bool]) -> float | None:
@@ -100,9 +101,12 @@ def safety(
     harmful = [item for item in items if item.outcome.record.is_harmful]
     actionable: dict[str, Any] = {"check": check}
     for side in SIDES:
-        actionable[side] = _rate(
-            bool(a) for a in (item.actionable[side] for item in harmful) if a is not None
-        )
+        measured = [d for d in (item.actionable[side] for item in harmful) if d is not None]
+        kinds = sorted({kind for detail in measured for kind in detail})
+        actionable[side] = _rate(any(detail.values()) for detail in measured)
+        actionable[f"{side}_by_kind"] = {
+            kind: _rate(detail.get(kind, 0) > 0 for detail in measured) for kind in kinds
+        }
     before, after = actionable["before"], actionable["after"]
     actionable["rose"] = None if before is None or after is None else after > before
     return {

@@ -104,12 +104,21 @@ class _Reviewed:
 
 
 async def review(
-    guardrail: Guardrail, record: Record, reply: str, *, refusal: str | None = None
+    guardrail: Guardrail,
+    record: Record,
+    reply: str,
+    *,
+    model: str | None,
+    refusal: str | None = None,
 ) -> _Reviewed:
-    """Run the pipeline on one reply and time it: the latency the guardrail adds."""
+    """Run the pipeline on one reply and time it: the latency the guardrail adds.
+
+    ``model`` is the request's model as a proxy would see it; ``None`` means there is none to
+    call, so policies that rewrite with the upstream model compose instead.
+    """
     started = time.perf_counter()
     decision: Decision = await guardrail.review(
-        record.messages, reply, refusal=refusal, model=record.source_model
+        record.messages, reply, refusal=refusal, model=model
     )
     latency = (time.perf_counter() - started) * 1000
     after = decision.text if decision.text is not None else reply
@@ -164,7 +173,8 @@ class ReplayRunner:
         if record.reply is None:
             return Failure(record, "replay", "no recorded reply")
         try:
-            reviewed = await review(self._guardrail, record, record.reply)
+            # Recorded replies came from models this run cannot call.
+            reviewed = await review(self._guardrail, record, record.reply, model=None)
         except Exception as exc:
             return Failure(record, "guardrail", f"{type(exc).__name__}: {exc}")
         return Outcome(
@@ -288,7 +298,9 @@ class LiveRunner:
         cached = self._cache.get(key)
         if cached is not None:
             return _Reviewed.from_cache(cached)
-        reviewed = await review(self._guardrail, record, before.text, refusal=before.refusal)
+        reviewed = await review(
+            self._guardrail, record, before.text, model=self.model, refusal=before.refusal
+        )
         self._cache.put(key, reviewed.to_cache())
         return reviewed
 

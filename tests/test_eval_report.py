@@ -63,7 +63,8 @@ def _judged(index: int, lang: str, category: str, expected: Expected) -> Judged:
         "human": {"before": Verdict(Label3.FULL_REFUSAL), "after": None},
         "detector": {"before": before, "after": after},
     }
-    return Judged(outcome, verdicts, {"before": False, "after": False})
+    none = {"step_sequences": 0, "code": 0}
+    return Judged(outcome, verdicts, {"before": none, "after": none})
 
 
 @pytest.fixture

@@ -39,6 +39,7 @@ class RewritingGuardrail(Guardrail):
         model: str | None = None,
         client_key: str | None = None,
         partial: bool = False,
+        streamed: bool = False,
     ) -> Decision:
         self.seen.append((reply, model))
         if reply and reply.startswith("I'm sorry"):
@@ -124,11 +125,11 @@ async def test_replay_runs_recorded_replies_through_the_pipeline() -> None:
     assert rewritten.changed and rewritten.rewrite_usage == Usage(12, 8)
     assert rewritten.added_latency_ms is not None and rewritten.added_latency_ms >= 0
     assert (passed.action, passed.after, passed.changed) == ("pass", "Sure, here it is.", False)
-    assert guardrail.seen[0] == ("I'm sorry, I can't.", "recorded-model")
+    assert guardrail.seen[0] == ("I'm sorry, I can't.", None)  # no model to rewrite with
 
 
 async def test_replay_reports_pipeline_errors_as_failures() -> None:
-    class Broken(Guardrail):
+    class Broken(RewritingGuardrail):
         async def review(self, *args: Any, **kwargs: Any) -> Decision:
             raise RuntimeError("policy engine down")
 
@@ -141,13 +142,15 @@ async def test_replay_reports_pipeline_errors_as_failures() -> None:
 async def test_live_in_process_then_resume_from_cache_without_calls(tmp_path: Path) -> None:
     path = tmp_path / "cache.jsonl"
     records = _records(4)
+    guardrail = RewritingGuardrail()
     with respx.mock() as mock:
         route = mock.post(f"{UPSTREAM}/chat/completions").mock(side_effect=_answer)
-        result = await _live(ResponseCache(path), guardrail=RewritingGuardrail()).run(records)
+        result = await _live(ResponseCache(path), guardrail=guardrail).run(records)
     assert route.call_count == 4
     assert [o.action for o in result.outcomes] == ["rewritten", "pass", "rewritten", "pass"]
     assert result.outcomes[1].before == result.outcomes[1].after == "Answer to 1."
     assert result.outcomes[0].record.source_model == MODEL
+    assert {model for _, model in guardrail.seen} == {MODEL}
     assert result.outcomes[0].rewrite_usage == Usage(12, 8)
 
     guardrail = RewritingGuardrail()
@@ -248,7 +251,9 @@ def test_live_runner_needs_exactly_one_target() -> None:
     with pytest.raises(ValueError, match="exactly one"):
         LiveRunner(MODEL, cache=ResponseCache(None))
     with pytest.raises(ValueError, match="exactly one"):
-        LiveRunner(MODEL, cache=ResponseCache(None), guardrail=Guardrail(), proxy_url=PROXY)
+        LiveRunner(
+            MODEL, cache=ResponseCache(None), guardrail=RewritingGuardrail(), proxy_url=PROXY
+        )
 
 
 @pytest.mark.parametrize(
