@@ -58,6 +58,9 @@ def bench(
             help="Resumable cache of live replies and judge verdicts (default: in --out)."
         ),
     ] = None,
+    policies: Annotated[
+        Path | None, typer.Option(help="Policy directory for the pipeline (default: bundled).")
+    ] = None,
 ) -> None:
     """Run the before-and-after benchmark: refusals removed, safety, latency."""
     from rich.console import Console
@@ -76,6 +79,7 @@ def bench(
         judge_model=judge_model,
         concurrency=concurrency,
         cache_path=cache or default_cache_path(out),
+        policies=policies,
     )
     raise typer.Exit(main(config, out, Console()))
 
