@@ -152,3 +152,41 @@ def test_to_openai_puts_moved_fields_back_and_drops_the_container():
     assert "empty" not in result["choices"][0]["message"]
     assert result["choices"][0]["stop_reason"] == 7
     assert "provider_specific_fields" not in json.dumps(result)
+
+
+def test_rewrite_options_reach_the_minimal_mode_upstream():
+    settings = ProxySettings(upstream_base_url="http://up.test/v1", upstream_api_key="sk-up")
+    assert Upstream(settings).rewrite_options() == {
+        "custom_llm_provider": "openai",
+        "api_base": "http://up.test/v1",
+        "api_key": "sk-up",
+    }
+    assert Upstream(model_list(model="openai/x")).rewrite_options() == {}
+
+
+@respx.mock
+async def test_rewrite_models_named_in_the_model_list_go_to_their_route():
+    route = respx.post("http://team.test/v1/chat/completions").mock(
+        return_value=httpx.Response(200, json=completion("A warmer answer."))
+    )
+    upstream = Upstream(
+        model_list(model="openai/served", api_base="http://team.test/v1", api_key="sk-t")
+    )
+    response = await upstream.rewrite_completion(
+        model="public", messages=USER, max_tokens=20, api_base="http://ignored.test"
+    )
+    assert response.choices[0].message.content == "A warmer answer."
+    assert json.loads(route.calls.last.request.content)["model"] == "served"
+    assert route.calls.last.request.headers["authorization"] == "Bearer sk-t"
+
+
+@respx.mock
+async def test_other_rewrite_models_go_to_litellm_unchanged():
+    route = respx.post("http://elsewhere.test/v1/chat/completions").mock(
+        return_value=httpx.Response(200, json=completion("Other."))
+    )
+    upstream = Upstream(model_list(model="openai/served", api_base="http://team.test/v1"))
+    await upstream.rewrite_completion(
+        model="openai/rewriter", messages=USER, api_base="http://elsewhere.test/v1", api_key="k"
+    )
+    assert json.loads(route.calls.last.request.content)["model"] == "rewriter"
