@@ -258,7 +258,8 @@ class GuardedStream:
             decision = await self._reviewer(
                 choice.text or None, refusal=choice.refusal_text, partial=False, streamed=True
             )
-            if decision.action is Action.PASS and decision.follow_up is None:
+            refused = decision.before.is_refusal if decision.before else False
+            if not refused and decision.action is Action.PASS and decision.follow_up is None:
                 continue
             log.info(
                 "late refusal in a passed stream: action=%s policy=%s follow_up=%s",

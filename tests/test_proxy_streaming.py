@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -20,7 +21,7 @@ from proxy_doubles import (
     text_chunks,
 )
 
-from guardrail.types import Action
+from guardrail.types import Action, Decision, Detection, Label3, Strategy
 from proxy.review import bind_review
 from proxy.streaming import GuardedStream
 from proxy.window import DecisionWindow
@@ -194,6 +195,20 @@ async def test_a_late_refusal_gets_its_follow_up_before_the_finish():
     follow_up = events[-4]
     assert follow_up["choices"][0]["delta"] == {"content": "\n\n" + FOLLOW_UP}
     assert events[: len(chunks) - 2] == chunks[:-2]
+
+
+async def test_a_late_refusal_is_counted_even_when_the_policy_only_marks_it(caplog):
+    class MarkingGuardrail(ScriptedGuardrail):
+        async def review(self, messages, reply, **kwargs):
+            await super().review(messages, reply, **kwargs)
+            before = Detection(True, 0.9, Strategy.DIRECT_REFUSAL, Label3.PARTIAL_REFUSAL)
+            return Decision(Action.PASS, None, before=before if kwargs["streamed"] else None)
+
+    chunks = text_chunks(["Sure.", " But", " I", " won't", " do", " the", " rest."])
+    with caplog.at_level(logging.INFO, logger="guardrail.proxy"):
+        _, events = await run(ScriptedSource(chunks), MarkingGuardrail())
+    assert events == upstream_events(chunks)
+    assert "late refusal in a passed stream: action=pass" in caplog.text
 
 
 async def test_a_whole_reply_inside_the_window_gets_one_full_review():
