@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eval.datasets import load
-from guardrail.categories import CategoryClassifier, CategoryGroup
+from guardrail.categories import CategoryClassifier, CategoryGroup, default_encoder
 from guardrail.policies import PolicySet, load_policies
 from guardrail.settings import default_policies_dir
 
@@ -262,11 +262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     policy_set = load_policies(args.policies)
-    encoder = None
-    if not args.no_embeddings:
-        from guardrail.embeddings import encode
-
-        encoder = encode
+    encoder = None if args.no_embeddings else default_encoder()
     classifier = CategoryClassifier(policy_set.categories, encoder)
     items = [item for name in args.datasets for item in SOURCES[name](args.languages)]
     if args.split != "all":

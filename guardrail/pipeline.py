@@ -20,6 +20,7 @@ from guardrail.categories import (
     CategoryEvidence,
     Encoder,
     MemoEncoder,
+    default_encoder,
 )
 from guardrail.policies import (
     LateRefusal,
@@ -128,9 +129,7 @@ class Guardrail:
         store = PolicyStore(settings.policies_dir, interval=settings.policy_reload_seconds)
         encoder: Encoder | None = None
         if settings.embeddings:
-            from guardrail.embeddings import encode
-
-            encoder = encode
+            encoder = default_encoder()
         return cls(
             store,
             detector=detector,

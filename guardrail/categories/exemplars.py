@@ -7,6 +7,7 @@ exemplar cannot swing), turned into a distribution over categories with a softma
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Protocol
 
 import numpy as np
@@ -21,6 +22,18 @@ class Encoder(Protocol):
     """Turns texts into L2-normalised sentence embeddings, one row per text."""
 
     def __call__(self, texts: Sequence[str]) -> Vectors: ...
+
+
+CATEGORY_MAX_TOKENS = 128
+"""Requests are embedded whole (up to this many tokens), unlike reply openings."""
+
+
+@lru_cache(maxsize=1)
+def default_encoder() -> Encoder:
+    """The bundled sentence-embedding model, through the detector's fast loader, once."""
+    from guardrail.detection.encoder import BUNDLED_MODEL, load_encoder
+
+    return load_encoder(BUNDLED_MODEL, max_tokens=CATEGORY_MAX_TOKENS, quantize=True)
 
 
 class ExemplarIndex:
