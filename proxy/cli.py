@@ -103,3 +103,68 @@ def serve(
     from proxy.serve import serve as run
 
     raise typer.Exit(run(config, host=host, port=port, workers=workers, log_level=log_level))
+
+
+@policies_app.command("check")
+def policies_check(
+    directory: Annotated[Path, typer.Argument(help="Directory of policy files (*.yaml).")],
+) -> None:
+    """Validate a policy directory; print every problem as file:line: field: message."""
+    from guardrail.policies import PolicyError, load_policies
+
+    try:
+        policy_set = load_policies(directory)
+    except PolicyError as error:
+        for problem in error.problems:
+            typer.echo(str(problem), err=True)
+        count = len(error.problems)
+        typer.echo(f"{count} problem{'s' if count != 1 else ''}", err=True)
+        raise typer.Exit(1) from None
+    languages = ", ".join(sorted(policy_set.templates))
+    typer.echo(
+        f"{directory}: {len(policy_set.policies)} policies, {len(policy_set.categories)} "
+        f"categories, templates in {languages}: OK"
+    )
+
+
+@app.command()
+def explain(
+    prompt: Annotated[str, typer.Option(help="The user's request.")],
+    response: Annotated[str, typer.Option(help="The assistant's reply to review.")],
+    policies: Annotated[
+        Path | None, typer.Option(help="Policy directory (default: bundled).")
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option(help="The request's model (for model globs and rewrites).")
+    ] = None,
+    client_key: Annotated[str | None, typer.Option(help="Client key id for matching.")] = None,
+    embeddings: Annotated[
+        bool, typer.Option(help="Use sentence embeddings for categories.")
+    ] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the decision as JSON.")] = False,
+) -> None:
+    """Show how one reply is reviewed: detection, categories, the policy and why, the rewrite."""
+    import asyncio
+    import json
+
+    from rich.console import Console
+
+    from guardrail import Guardrail
+    from guardrail.policies import PolicyError
+    from guardrail.settings import GuardrailSettings
+    from proxy.explain_view import render_trace
+
+    settings = GuardrailSettings(policy_reload_seconds=None, embeddings=embeddings)
+    if policies is not None:
+        settings = settings.model_copy(update={"policies_dir": policies})
+    try:
+        guardrail = Guardrail.from_settings(settings)
+    except PolicyError as error:
+        typer.echo(str(error), err=True)
+        raise typer.Exit(1) from None
+    messages = [{"role": "user", "content": prompt}]
+    trace = asyncio.run(guardrail.trace(messages, response, model=model, client_key=client_key))
+    if as_json:
+        typer.echo(json.dumps(trace.decision.to_dict(), ensure_ascii=False, indent=2))
+        return
+    render_trace(Console(), trace)
