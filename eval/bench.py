@@ -253,9 +253,7 @@ def _runner(
     )
 
 
-def describe_config(
-    config: BenchConfig, sampling: dict[str, dict[str, int]], cache: ResponseCache
-) -> dict[str, Any]:
+def describe_config(config: BenchConfig, sampling: dict[str, dict[str, int]]) -> dict[str, Any]:
     """The run's settings as they go into the report (nothing machine- or time-specific)."""
     notes = []
     if config.mode == "replay":
@@ -289,7 +287,6 @@ def describe_config(
         "concurrency": config.effective_concurrency,
         "policies": str(config.policies) if config.policies else "default",
         "cache": str(config.cache_path) if config.cache_path else None,
-        "cache_entries_at_start": len(cache),
         "sampling": sampling,
         "reply_origin": {
             name: ("authored" if name == "authored_replies" else "recorded")
@@ -306,7 +303,8 @@ async def run_bench(config: BenchConfig, progress: Progress | None = None) -> di
     started = time.perf_counter()
     records, sampling = select_records(config)
     cache = ResponseCache(config.cache_path)
-    settings = describe_config(config, sampling, cache)
+    settings = describe_config(config, sampling)
+    cached_at_start = len(cache)
     guardrail = None if config.proxy_url else await prepare_guardrail(config)
     panel = build_panel(config, cache, guardrail)
 
@@ -332,7 +330,10 @@ async def run_bench(config: BenchConfig, progress: Progress | None = None) -> di
         actionability=panel.actionability is not None,
         failures=result.failures,
         judge_failures={j.info.name: j.failures for j in panel.judges if isinstance(j, LLMJudge)},
-        duration_s=time.perf_counter() - started,
+        run={
+            "duration_s": round(time.perf_counter() - started, 2),
+            "cache_entries_at_start": cached_at_start,
+        },
     )
 
 

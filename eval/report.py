@@ -29,8 +29,8 @@ side (human labels exist only for recorded "before" replies) gives ``null``.
 - ``cost``: ``rewrite_tokens`` (``prompt``, ``completion``, ``total``, ``per_changed_reply``),
   ``changed_replies``, counts of ``actions`` and ``policies``.
 - ``failures``: ``count``, ``by_stage``, ``examples``; ``judge_failures`` per judge.
-- ``run``: ``duration_s`` and ``records``; the only part that varies between identical runs,
-  together with the latency figures.
+- ``run``: ``duration_s``, ``records`` and ``cache_entries_at_start``; the only part that
+  varies between identical runs, together with the latency figures.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def build_report(
     actionability: bool,
     failures: Sequence[Failure],
     judge_failures: Mapping[str, int],
-    duration_s: float,
+    run: Mapping[str, Any],
 ) -> dict[str, Any]:
     """Assemble every figure of one run into the report dict described in this module."""
     names = [info.name for info in panel_infos]
@@ -118,7 +118,7 @@ def build_report(
         ],
     }
     report["judge_failures"] = dict(judge_failures)
-    report["run"] = {"duration_s": round(duration_s, 2), "records": len(judged)}
+    report["run"] = {**run, "records": len(judged)}
     return report
 
 

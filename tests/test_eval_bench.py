@@ -116,7 +116,7 @@ async def test_live_bench_end_to_end_with_a_stub_model(
         route = mock.post(f"{UPSTREAM}/chat/completions")
         again = await run_bench(config)
     assert route.call_count == 0
-    assert again["config"]["cache_entries_at_start"] == 12  # direct + guardrail per record
+    assert again["run"]["cache_entries_at_start"] == 12  # direct + guardrail per record
     assert _stable(again)["summary"] == _stable(report)["summary"]
 
 

@@ -91,7 +91,7 @@ def report() -> dict[str, object]:
         actionability=True,
         failures=[failure],
         judge_failures={},
-        duration_s=1.5,
+        run={"duration_s": 1.5},
     )
 
 
