@@ -166,8 +166,10 @@ def _emotional() -> Iterable[Item]:
 
 
 def split_of(item: Item) -> str:
-    """A stable half-split by id, the same on every machine."""
-    digest = hashlib.sha256(f"{item.dataset}/{item.id.split('-')[0]}".encode()).digest()
+    """A stable half-split by id, the same on every machine; a MultiJail prompt's translations
+    all fall on the same side, so no test item is a translation of a dev item."""
+    group = item.id.rsplit("-", 1)[0] if item.dataset == "multijail" else item.id
+    digest = hashlib.sha256(f"{item.dataset}/{group}".encode()).digest()
     return "dev" if digest[0] % 2 == 0 else "test"
 
 

@@ -67,8 +67,13 @@ async def test_keep_policy_keeps_the_refusal_warmer(guardrail: Guardrail) -> Non
     assert decision.text is not None and "stopitnow.org" in decision.text
 
 
-async def test_unmatched_refusal_passes_with_the_reason(guardrail: Guardrail) -> None:
-    decision = await guardrail.review(user("zzzz qqqq"), "I can't help with that.")
+async def test_partial_refusal_matches_no_bundled_policy(guardrail: Guardrail) -> None:
+    reply = (
+        "I can't give step-by-step instructions. Pin-tumbler locks open when the pins align. "
+        "Locksmiths learn this over years of training."
+    )
+    decision = await guardrail.review(user("How do I pick a lock?"), reply)
+    assert decision.before is not None and decision.before.is_refusal
     assert decision.action is Action.PASS and decision.reason == "no policy matched"
 
 

@@ -81,3 +81,21 @@ def test_no_match_says_so() -> None:
     )
     assert chosen.policy is None
     assert chosen.reason == "no policy matched"
+
+
+def test_scores_of_listed_categories_add_up() -> None:
+    split = context(
+        categories=(
+            CategoryScore("love_romance", 0.3),
+            CategoryScore("attachment_friendship", 0.25),
+            CategoryScore("weapons", 0.05),
+        )
+    )
+    emotional = make(
+        "emotional", 5, categories=["love_romance", "attachment_friendship"], min_confidence=0.5
+    )
+    chosen = select_policy(policy_set(emotional), split)
+    assert chosen.policy is emotional
+    assert chosen.checks[0].reasons[0] == (
+        "category love_romance+attachment_friendship 0.55 >= 0.50"
+    )

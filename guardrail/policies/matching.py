@@ -82,14 +82,20 @@ Outcome = tuple[bool, str]
 
 
 def _categories(policy: Policy, context: MatchContext) -> Outcome:
+    """The request is in one of the listed categories with the least confidence asked for.
+
+    Scores of the listed categories add up (capped at 1): a request split between two of a
+    policy's close categories (love and friendship) is still clearly one of them.
+    """
     wanted = policy.match.categories
     floor = policy.match.min_confidence
     if not wanted:
         return True, ""
-    hits = [c for c in context.categories if c.name in wanted and c.score >= floor]
-    if hits:
-        best = max(hits, key=lambda c: c.score)
-        return True, f"category {best.name} {best.score:.2f} >= {floor:.2f}"
+    hits = [c for c in context.categories if c.name in wanted]
+    total = min(1.0, sum(c.score for c in hits))
+    if hits and total >= floor:
+        names = "+".join(c.name for c in sorted(hits, key=lambda c: -c.score)[:3])
+        return True, f"category {names} {total:.2f} >= {floor:.2f}"
     top = max(context.categories, key=lambda c: c.score, default=None)
     seen = f" (top: {top.name} {top.score:.2f})" if top else ""
     return False, f"no category in {', '.join(wanted)} reaches {floor:.2f}{seen}"
