@@ -1,6 +1,8 @@
 """Refusal detection and rewriting for LLM replies: the core library, with no web code."""
 
-from guardrail.pipeline import Guardrail
+from guardrail.pipeline import Guardrail, Trace
+from guardrail.policies import PolicyError
+from guardrail.settings import GuardrailSettings
 from guardrail.types import (
     Action,
     CategoryScore,
@@ -19,9 +21,12 @@ __all__ = [
     "Decision",
     "Detection",
     "Guardrail",
+    "GuardrailSettings",
     "Label3",
     "Pattern",
     "PatternEvidence",
+    "PolicyError",
     "Strategy",
+    "Trace",
     "Usage",
 ]

@@ -180,3 +180,21 @@ async def test_no_upstream_model_means_compose(bundled: PolicySet) -> None:
     rewriter = Rewriter(bundled, StubDetector())
     result = await rewriter.rewrite(offline)
     assert result.source is Source.COMPOSE and result.problems == ()
+
+
+@respx.mock
+async def test_earlier_user_turns_reach_the_rewrite_prompt(bundled: PolicySet) -> None:
+    route = respx.post(f"{API}/chat/completions").mock(return_value=completion(GOOD))
+    rewriter = Rewriter(bundled, StubDetector(), upstream=UPSTREAM)
+    conversation = replace(
+        job(bundled, "illegal_general", "And the back door?", "I can't help with that."),
+        messages=[
+            {"role": "user", "content": "My neighbour is away this week."},
+            {"role": "assistant", "content": "Okay."},
+            {"role": "user", "content": "And the back door?"},
+        ],
+    )
+    await rewriter.rewrite(conversation)
+    prompt = json.loads(route.calls.last.request.content)["messages"][1]["content"]
+    assert "- My neighbour is away this week." in prompt
+    assert prompt.index("earlier messages") < prompt.index("And the back door?")

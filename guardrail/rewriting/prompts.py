@@ -81,9 +81,20 @@ def system_prompt(policy: Policy, lang: str) -> str:
     return "\n".join(lines)
 
 
-def user_prompt(request: str, salvaged: Sequence[str], *, include_reply: bool) -> str:
-    """The request and the informative parts of the original reply (never its refusal)."""
-    parts = [f"The user's message:\n<<<\n{request.strip()}\n>>>"]
+def user_prompt(
+    request: str,
+    salvaged: Sequence[str],
+    *,
+    include_reply: bool,
+    earlier: Sequence[str] = (),
+) -> str:
+    """The request (with the user's earlier turns, which show how a conversation escalated)
+    and the informative parts of the original reply (never its refusal)."""
+    parts = []
+    if earlier:
+        history = "\n".join(f"- {turn.strip()}" for turn in earlier if turn.strip())
+        parts.append(f"The user's earlier messages, oldest first:\n<<<\n{history}\n>>>")
+    parts.append(f"The user's message:\n<<<\n{request.strip()}\n>>>")
     if include_reply:
         useful = "\n".join(salvaged).strip()
         parts.append(

@@ -18,11 +18,13 @@ from guardrail.rewriting.compose import Composer, ComposeRequest
 from guardrail.rewriting.model import Completion, RewriteModelError, complete
 from guardrail.rewriting.prompts import system_prompt, user_prompt
 from guardrail.rewriting.verify import RefusalDetector, verify
-from guardrail.types import Detection, Message, Usage
+from guardrail.types import Detection, Message, Usage, content_text
 
 UPSTREAM = "upstream"
 CONTEXT_MESSAGES = 8
 """How many earlier messages a regeneration sees."""
+EARLIER_TURNS = 3
+"""How many earlier user turns other rewrites see."""
 
 
 class Source(StrEnum):
@@ -146,13 +148,14 @@ class Rewriter:
             ]
             return [system, *history]
         include_reply = job.policy.action is not PolicyAction.EMPATHETIC_BOUNDARY
-        return [
-            system,
-            {
-                "role": "user",
-                "content": user_prompt(job.request, job.salvaged, include_reply=include_reply),
-            },
-        ]
+        users = [content_text(m.get("content")) for m in job.messages if m.get("role") == "user"]
+        prompt = user_prompt(
+            job.request,
+            job.salvaged,
+            include_reply=include_reply,
+            earlier=users[:-1][-EARLIER_TURNS:],
+        )
+        return [system, {"role": "user", "content": prompt}]
 
     @staticmethod
     def _compose_request(job: RewriteJob) -> ComposeRequest:
