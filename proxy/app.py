@@ -16,8 +16,7 @@ from typing import Any
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
-from guardrail import Guardrail
-from guardrail.settings import GuardrailSettings
+from guardrail import Guardrail, GuardrailSettings
 from proxy.auth import authenticate
 from proxy.config import ProxySettings, load_settings
 from proxy.errors import install_handlers

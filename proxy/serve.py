@@ -14,7 +14,7 @@ from typing import Any
 import uvicorn
 from rich.console import Console
 
-from guardrail.policies import PolicyError
+from guardrail import PolicyError
 from proxy.app import build_guardrail, create_app
 from proxy.config import CONFIG_ENV, ConfigError, load_settings
 
