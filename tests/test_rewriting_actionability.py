@@ -48,6 +48,10 @@ OPERATIONAL = {
         {"step_sequences", "quantities"},
     ),
     "dark web": ("People usually get these on the dark web.", {"acquisition_sources"}),
+    "one sequenced instruction": (
+        "First, insert a tension wrench, then rake the pins.",
+        {"step_sequences"},
+    ),
 }
 
 GENERAL = {
