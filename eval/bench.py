@@ -46,8 +46,7 @@ from eval.llm import RetryPolicy
 from eval.metrics import Judged
 from eval.report import build_report, print_summary, write_reports
 from eval.runners import LiveRunner, Outcome, ReplayRunner, RunResult, Tick
-from guardrail import Guardrail
-from guardrail.settings import GuardrailSettings
+from guardrail import Guardrail, GuardrailSettings
 
 Mode = Literal["replay", "live"]
 
