@@ -22,6 +22,7 @@ import asyncio
 import csv
 import json
 import multiprocessing
+import os
 import random
 import re
 import socket
@@ -353,13 +354,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         server_process(_serve_stub, stub, ready_path="/v1/models") as stub_url,
         server_process(_serve_proxy, f"{stub_url}/v1", ready_path="/healthz") as proxy_url,
     ):
-        console.print(f"stub {stub_url}, proxy {proxy_url}: {len(samples)} streams ...")
+        console.print(
+            f"stub {stub_url}, proxy {proxy_url}: {len(samples)} streams; "
+            f"load average before: {os.getloadavg()[0]:.2f}"
+        )
         asyncio.run(warm_up(stub_url, proxy_url, samples[0]))
         results = asyncio.run(bench_streams(samples, stub_url, proxy_url, interval_s))
         console.print(stream_table(results, args.rate))
         figures = asyncio.run(bench_plain(stub_url, proxy_url, args.requests, args.concurrency))
         alone = asyncio.run(bench_litellm(stub_url, args.requests))
         console.print(plain_table(figures, alone, args.concurrency))
+        console.print(f"load average after: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     return 0
 
 
