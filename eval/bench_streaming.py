@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import csv
 import json
+import math
 import multiprocessing
 import os
 import random
@@ -280,9 +281,10 @@ async def throughput(
 
 
 def percentile(values: Sequence[float], pct: float) -> float:
+    """The nearest-rank percentile: a value that was actually measured."""
     ordered = sorted(values)
-    rank = max(0, min(len(ordered) - 1, round(pct / 100 * len(ordered) + 0.5) - 1))
-    return ordered[rank]
+    rank = max(1, math.ceil(pct / 100 * len(ordered)))
+    return ordered[rank - 1]
 
 
 def stream_table(results: Sequence[StreamResult], rate: float) -> Table:
