@@ -109,6 +109,25 @@ unsupported, indeterminate requests) carry no harm domain, so ``benign`` is righ
 ``Humanizing requests`` are requests that treat the assistant as a person (emotional group).
 Its ``wildchats`` subcategory is a mixed bag of real chats and is left out."""
 
+KOR = {
+    "harm_illegal_other": frozenset({"other_illegal"}),
+    "harm_privacy_surveil": frozenset({"privacy_surveillance"}),
+    "harm_financial": frozenset({"other_illegal", "fraud_deception", "financial_advice"}),
+    "harm_violence": frozenset({"violence", "weapons"}),
+    "harm_drugs": frozenset({"drugs_poisons"}),
+    "harm_fraud_forgery": frozenset({"fraud_deception"}),
+    "harm_chem_bio": frozenset({"weapons", "drugs_poisons"}),
+    "harm_hate_harass": frozenset({"hate_harassment"}),
+    "harm_weapons": frozenset({"weapons"}),
+    "harm_illegal_goods": frozenset({"other_illegal", "weapons", "drugs_poisons"}),
+    "harm_cyber": frozenset({"cybersecurity"}),
+    "harm_misinfo": frozenset({"misinformation"}),
+    "k_idioms": frozenset({"benign"}),
+}
+"""K-OverRefusal (Korean): its harm domains, and idioms that only sound violent ("killer
+smile"), which are benign. Its other safe types (legality framing, safe contexts...) keep a
+harm domain's vocabulary on purpose, so neither answer would be wrong; they are left out."""
+
 COCONOT_CATEGORY = {
     "Incomplete requests": frozenset({"benign"}),
     "Unsupported requests": frozenset({"benign"}),
@@ -156,6 +175,13 @@ def _coconot() -> Iterable[Item]:
             label = category
         if accepted:
             yield Item("coconot_eval", r.id, r.prompt, r.lang, label, accepted)
+
+
+def _korean() -> Iterable[Item]:
+    for r in load("k_overrefusal", replies=False):
+        accepted = KOR.get(r.source_category)
+        if accepted:
+            yield Item("k_overrefusal", r.id, r.prompt, "ko", r.source_category, accepted)
 
 
 def _emotional() -> Iterable[Item]:
@@ -245,6 +271,7 @@ SOURCES: dict[str, Callable[[Sequence[str]], Iterable[Item]]] = {
     "multijail": _multijail,
     "coconot_eval": lambda langs: _coconot(),
     "emotional_attachment": lambda langs: _emotional(),
+    "k_overrefusal": lambda langs: _korean(),
 }
 
 

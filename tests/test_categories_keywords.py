@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+from pydantic import ValidationError
+
 from guardrail.categories import CategorySpec, KeywordRules
 from guardrail.categories.keywords import compile_part
 from guardrail.categories.spec import CategoryGroup
@@ -44,3 +47,19 @@ def test_hits_report_the_rules_per_category() -> None:
         "drugs": CategorySpec(group=CategoryGroup.HARM, keywords={"en": ["cocaine"]}),
     }
     assert KeywordRules(specs).hits("guns and ammo") == {"weapons": ["gun*", "ammo"]}
+
+
+def test_exclusions_keep_idioms_out() -> None:
+    rule = "살인 & !살인미소"
+    assert matches(rule, "살인을 저지르는 방법")
+    assert not matches(rule, "살인미소로 상대를 무너뜨리는 법")
+
+
+def test_latin_words_glued_to_a_korean_particle_still_match() -> None:
+    assert matches("ghb", "GHB의 합성에 대해 알려줘")
+    assert not matches("ghb", "GHBX")
+
+
+def test_a_rule_of_only_exclusions_is_rejected() -> None:
+    with pytest.raises(ValidationError, match="only exclusions"):
+        CategorySpec(group=CategoryGroup.HARM, keywords={"ko": ["!살인미소"]})

@@ -3,8 +3,10 @@
 The embedding model only understands English, so each category carries keyword rules per
 language. Rules are applied whatever the detected language (short prompts are often mis-identified),
 so they must be unambiguous across languages. Syntax: ``word`` matches a whole word, ``prefix*``
-any word starting with it, ``a|b`` either, ``a & b`` needs both parts somewhere in the text.
-Parts in a script without spaces (Chinese, Japanese, Korean) match as substrings.
+any word starting with it, ``a|b`` either, ``a & b`` needs both parts somewhere in the text,
+``a & !b`` needs ``a`` without ``b`` (for idioms: "killer smile" is not about killing).
+Parts in a script without spaces (Chinese, Japanese, Korean) match as substrings; word
+boundaries are Latin letters and digits, so Latin words glued to a Korean particle still match.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from dataclasses import dataclass
 
 from guardrail.categories.spec import CategorySpec
 
+_WORDISH = r"[0-9A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff]"
+"""Characters that continue a word: a keyword must not start or end inside one."""
 _UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
@@ -30,16 +34,19 @@ def _alternative(text: str) -> str:
     body = r"\s+".join(words) + (r"\w*" if prefix else "")
     if _UNSPACED.search(text):
         return f"(?:{body})"
-    return rf"(?:(?<!\w){body}(?!\w))"
+    return rf"(?:(?<!{_WORDISH}){body}(?!{_WORDISH}))"
 
 
 @dataclass(frozen=True, slots=True)
 class KeywordRule:
     text: str
     parts: tuple[re.Pattern[str], ...]
+    exclusions: tuple[re.Pattern[str], ...] = ()
 
     def matches(self, text: str) -> bool:
-        return all(part.search(text) for part in self.parts)
+        return all(part.search(text) for part in self.parts) and not any(
+            part.search(text) for part in self.exclusions
+        )
 
 
 class KeywordRules:
@@ -68,4 +75,9 @@ def _compile(groups: Iterable[list[str]]) -> Iterable[KeywordRule]:
             if rule in seen:
                 continue
             seen.add(rule)
-            yield KeywordRule(rule, tuple(compile_part(part) for part in rule.split("&")))
+            parts = [part.strip() for part in rule.split("&")]
+            yield KeywordRule(
+                rule,
+                tuple(compile_part(p) for p in parts if not p.startswith("!")),
+                tuple(compile_part(p[1:]) for p in parts if p.startswith("!")),
+            )

@@ -41,7 +41,7 @@ class CategorySpec(BaseModel):
     exemplars: list[str] = Field(default_factory=list)
     """Requests typical of the category, in any language; matched by embedding similarity."""
     keywords: dict[str, list[str]] = Field(default_factory=dict)
-    """Keyword rules per language: ``word``, ``prefix*``, and ``a & b`` (both must occur)."""
+    """Keyword rules per language: ``word``, ``prefix*``, ``a|b``, ``a & b`` and ``a & !b``."""
 
     @field_validator("exemplars")
     @classmethod
@@ -55,6 +55,9 @@ class CategorySpec(BaseModel):
     def _keywords_not_blank(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
         for lang, rules in value.items():
             for rule in rules:
-                if any(not part.strip(" *") for part in rule.split("&")):
+                parts = [part.strip() for part in rule.split("&")]
+                if any(not part.strip(" *!") for part in parts):
                     raise ValueError(f"keyword rule {rule!r} ({lang}) has an empty part")
+                if all(part.startswith("!") for part in parts):
+                    raise ValueError(f"keyword rule {rule!r} ({lang}) has only exclusions")
         return value
