@@ -9,17 +9,23 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
 from guardrail import Guardrail, GuardrailSettings
+from guardrail.store import AuditConfig, Store, key_id, open_store
+from proxy.access import AccessMiddleware, request_record
+from proxy.accounting import Accounting
 from proxy.auth import authenticate
 from proxy.config import ProxySettings, load_settings
-from proxy.errors import install_handlers
+from proxy.errors import from_exception, install_handlers
+from proxy.limits import RequestLimits
+from proxy.metrics import CONTENT_TYPE, ProxyMetrics
+from proxy.request_id import STATE_KEY as REQUEST_ID
 from proxy.request_id import RequestIdMiddleware
 from proxy.review import bind_review, guardrail_headers, review_completion
 from proxy.schema import parse_chat_request
@@ -30,6 +36,7 @@ from proxy.window import DecisionWindow
 log = logging.getLogger("guardrail.proxy")
 
 _WARMUP = [{"role": "user", "content": "Hello"}]
+T = TypeVar("T")
 
 
 def build_guardrail(settings: ProxySettings) -> Guardrail:
@@ -48,12 +55,34 @@ def build_guardrail(settings: ProxySettings) -> Guardrail:
     )
 
 
-def create_app(settings: ProxySettings, guardrail: Guardrail | None = None) -> FastAPI:
-    """The proxy for ``settings``; ``guardrail`` defaults to :func:`build_guardrail`."""
+def create_app(
+    settings: ProxySettings, guardrail: Guardrail | None = None, *, store: Store | None = None
+) -> FastAPI:
+    """The proxy for ``settings``; ``guardrail`` defaults to :func:`build_guardrail`.
+
+    ``store`` defaults to one opened from ``settings.redis_url`` and closed at shutdown; a store
+    passed in stays open, as its owner may share it.
+    """
     pipeline = guardrail if guardrail is not None else build_guardrail(settings)
     upstream = Upstream(settings)
     window = DecisionWindow.from_settings(settings)
     keys = settings.client_keys()
+    owns_store = store is None
+    state_store = store if store is not None else open_store(settings.redis_url)
+    metrics = ProxyMetrics(state_store)
+    accounting = Accounting(
+        state_store,
+        metrics,
+        rate_limit_per_minute=settings.rate_limit_per_minute,
+        audit=AuditConfig(
+            enabled=settings.audit, include_text=settings.audit_text, redact=settings.audit_redact
+        ),
+    )
+    limits = RequestLimits(
+        max_body_bytes=settings.max_body_bytes,
+        max_messages=settings.max_messages,
+        max_depth=settings.max_json_depth,
+    )
     state: dict[str, Any] = {"ready": False, "problem": "warming up"}
 
     async def warm_up() -> None:
@@ -75,26 +104,47 @@ def create_app(settings: ProxySettings, guardrail: Guardrail | None = None) -> F
         finally:
             task.cancel()
             await upstream.aclose()
+            if owns_store:
+                await state_store.aclose()
 
     app = FastAPI(title="guardrail", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.add_middleware(RequestIdMiddleware)
+    app.add_middleware(AccessMiddleware, metrics=metrics)
     install_handlers(app)
+
+    async def call_upstream(call: Awaitable[T]) -> T:
+        try:
+            return await call
+        except Exception as exc:
+            metrics.upstream_errors.labels(status=str(from_exception(exc).status)).inc()
+            raise
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:
         client_key = authenticate(request.headers.get("authorization"), keys)
-        body, chat = parse_chat_request(await request.body())
-        review = bind_review(pipeline, chat.messages, model=chat.model, client_key=client_key)
+        record = request_record(request.scope)
+        record.key_id = key_id(client_key) if client_key else None
+        address = request.client.host if request.client else "unknown"
+        await accounting.admit(client_key or address)
+        body, chat = parse_chat_request(await limits.read_body(request), limits)
+        record.model, record.stream = chat.model, bool(chat.stream)
+        review = accounting.watch(
+            bind_review(pipeline, chat.messages, model=chat.model, client_key=client_key),
+            record,
+            messages=chat.messages,
+            client_key=client_key,
+            request_id=request.scope.get("state", {}).get(REQUEST_ID),
+        )
         if chat.stream:
             stream = GuardedStream(
-                await upstream.stream(body),
+                await call_upstream(upstream.stream(body)),
                 review=review,
                 window=window,
                 include_usage=chat.include_usage,
             )
             decision = await stream.decide()
             return stream.response(guardrail_headers([decision]))
-        reply = await upstream.complete(body)
+        reply = await call_upstream(upstream.complete(body))
         decisions = await review_completion(reply, review)
         return Response(
             json.dumps(reply, ensure_ascii=False, separators=(",", ":")),
@@ -106,6 +156,10 @@ def create_app(settings: ProxySettings, guardrail: Guardrail | None = None) -> F
     async def models(request: Request) -> JSONResponse:
         authenticate(request.headers.get("authorization"), keys)
         return JSONResponse({"object": "list", "data": await upstream.list_models()})
+
+    @app.get("/metrics")
+    async def metrics_endpoint() -> Response:
+        return Response(await metrics.render(), media_type=CONTENT_TYPE)
 
     @app.get("/healthz")
     async def healthz() -> JSONResponse:

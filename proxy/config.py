@@ -89,6 +89,17 @@ class ProxySettings(BaseSettings):
     redis_url: str | None = Field(
         default=None, validation_alias=AliasChoices("redis_url", "REDIS_URL")
     )
+    rate_limit_per_minute: int | None = Field(default=None, ge=1, le=1_000_000)
+    """Requests per minute per client key (per address without keys); ``None`` is no limit."""
+    audit: bool = False
+    """Record every decision in the store's audit stream."""
+    audit_text: bool = False
+    """Include the user turn, the reply and the rewrite in audit entries."""
+    audit_redact: bool = True
+    """Mask emails, phone numbers and long digit runs in audited texts."""
+    max_body_bytes: int = Field(default=1_048_576, ge=1)
+    max_messages: int = Field(default=1_000, ge=1)
+    max_json_depth: int = Field(default=64, ge=2)
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
     upstream_timeout_s: float = Field(default=600.0, gt=0)

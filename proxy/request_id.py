@@ -9,6 +9,8 @@ from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 HEADER = "x-request-id"
+STATE_KEY = "request_id"
+"""The id is also kept in ``scope["state"]``: handlers read it as ``request.state.request_id``."""
 _ACCEPTABLE = re.compile(r"[\w.\-:]{1,128}")
 
 
@@ -26,6 +28,7 @@ class RequestIdMiddleware:
             await self.app(scope, receive, send)
             return
         request_id = _from_client(scope) or uuid.uuid4().hex
+        scope.setdefault("state", {})[STATE_KEY] = request_id
 
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":

@@ -20,6 +20,7 @@ from pydantic import (
 )
 
 from proxy.errors import ProxyError
+from proxy.limits import RequestLimits
 
 
 class ChatRequest(BaseModel):
@@ -50,7 +51,9 @@ class ChatRequest(BaseModel):
         return bool(self.stream_options and self.stream_options.get("include_usage"))
 
 
-def parse_chat_request(raw: bytes) -> tuple[dict[str, Any], ChatRequest]:
+def parse_chat_request(
+    raw: bytes, limits: RequestLimits | None = None
+) -> tuple[dict[str, Any], ChatRequest]:
     """The raw JSON body (to forward) and its checked view; 400/422 errors in OpenAI's shape."""
     try:
         body = json.loads(raw)
@@ -58,8 +61,12 @@ def parse_chat_request(raw: bytes) -> tuple[dict[str, Any], ChatRequest]:
         raise ProxyError(
             400, f"request body is not valid JSON: {exc}", code="invalid_json"
         ) from None
+    except RecursionError:
+        raise ProxyError(400, "request JSON is nested too deeply", code="invalid_json") from None
     if not isinstance(body, dict):
         raise ProxyError(400, "request body must be a JSON object", code="invalid_json")
+    if limits is not None:
+        limits.check(body)
     try:
         request = ChatRequest.model_validate(body)
     except ValidationError as exc:

@@ -80,4 +80,16 @@ def _log_config(level: str) -> dict[str, Any]:
         "level": level.upper(),
         "propagate": False,
     }
+    # Access lines are JSON documents: no level prefix, so each line parses as it stands.
+    config["formatters"]["guardrail_access"] = {"format": "%(message)s"}
+    config["handlers"]["guardrail_access"] = {
+        "formatter": "guardrail_access",
+        "class": "logging.StreamHandler",
+        "stream": "ext://sys.stdout",
+    }
+    config["loggers"]["guardrail.access"] = {
+        "handlers": ["guardrail_access"],
+        "level": level.upper(),
+        "propagate": False,
+    }
     return config
