@@ -37,6 +37,8 @@ class Script:
     """Pause before each streamed piece: 0.02 is an upstream at 50 tokens/s."""
     tool_calls: Sequence[Mapping[str, Any]] = ()
     """Function calls to make instead of (or after) text."""
+    delay_s: float = 0.0
+    """Pause before answering at all: longer than the client's timeout is an upstream timeout."""
     status: int = 200
     """A non-200 status answers with OpenAI's error body and nothing else."""
     retry_after: str | None = None
@@ -81,6 +83,8 @@ class StubUpstream:
         self.records.append(record)
         messages = body.get("messages") or [{}]
         script = self.by_prompt.get(str(messages[-1].get("content")), self.script)
+        if script.delay_s:
+            await asyncio.sleep(script.delay_s)
         if script.status != 200:
             headers = {"retry-after": script.retry_after} if script.retry_after else None
             error = {"message": f"stub failure {script.status}", "type": "stub_error"}

@@ -76,6 +76,8 @@ class AccessMiddleware:
             self.metrics.overhead.labels(stream=str(bool(record.stream)).lower()).observe(
                 record.review_s
             )
+        if not log.isEnabledFor(logging.INFO):
+            return
         line = {
             "request_id": response["request_id"],
             "method": scope["method"],

@@ -28,7 +28,7 @@ from proxy.metrics import CONTENT_TYPE, ProxyMetrics
 from proxy.request_id import STATE_KEY as REQUEST_ID
 from proxy.request_id import RequestIdMiddleware
 from proxy.review import bind_review, guardrail_headers, review_completion
-from proxy.schema import parse_chat_request
+from proxy.schema import chat_request_openapi, parse_chat_request
 from proxy.streaming import GuardedStream
 from proxy.upstream import Upstream
 from proxy.window import DecisionWindow
@@ -119,7 +119,7 @@ def create_app(
             metrics.upstream_errors.labels(status=str(from_exception(exc).status)).inc()
             raise
 
-    @app.post("/v1/chat/completions")
+    @app.post("/v1/chat/completions", openapi_extra=chat_request_openapi())
     async def chat_completions(request: Request) -> Response:
         client_key = authenticate(request.headers.get("authorization"), keys)
         record = request_record(request.scope)

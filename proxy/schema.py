@@ -33,7 +33,16 @@ class ChatRequest(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     model: str = Field(min_length=1)
-    messages: list[dict[str, Any]] = Field(min_length=1)
+    messages: list[dict[str, Any]] = Field(
+        min_length=1,
+        json_schema_extra={
+            "items": {
+                "type": "object",
+                "required": ["role"],
+                "properties": {"role": {"type": "string"}},
+            }
+        },
+    )
     stream: StrictBool | None = False
     n: StrictInt | None = Field(default=None, ge=1)
     stream_options: dict[str, Any] | None = None
@@ -49,6 +58,12 @@ class ChatRequest(BaseModel):
     @property
     def include_usage(self) -> bool:
         return bool(self.stream_options and self.stream_options.get("include_usage"))
+
+
+def chat_request_openapi() -> dict[str, Any]:
+    """The request body as OpenAPI describes it, for a route that reads its body itself."""
+    schema = ChatRequest.model_json_schema()
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
 
 
 def parse_chat_request(
