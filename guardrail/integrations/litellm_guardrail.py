@@ -29,6 +29,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncGenerator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from litellm.integrations.custom_guardrail import CustomGuardrail
@@ -41,6 +42,7 @@ from litellm.types.utils import (
 )
 
 from guardrail.pipeline import Guardrail
+from guardrail.settings import GuardrailSettings
 from guardrail.types import Decision, Message, content_text
 
 if TYPE_CHECKING:
@@ -57,11 +59,20 @@ class RefusalRewriteGuardrail(CustomGuardrail):
         guardrail: Guardrail | None = None,
         *,
         review_streams: bool = True,
+        policies: str | None = None,
         **kwargs: Any,
     ) -> None:
         # LiteLLM passes every field of the guardrail's litellm_params; the base class takes
         # the ones it knows (guardrail_name, event_hook, default_on, ...) and ignores the rest.
-        self.guardrail = guardrail if guardrail is not None else Guardrail()
+        # ``policies`` names a policy directory; without it the bundled set applies.
+        if guardrail is None:
+            settings = (
+                GuardrailSettings()
+                if policies is None
+                else GuardrailSettings(policies_dir=Path(policies))
+            )
+            guardrail = Guardrail.from_settings(settings)
+        self.guardrail = guardrail
         self.review_streams = review_streams
         kwargs.setdefault("supported_event_hooks", [GuardrailEventHooks.post_call])
         super().__init__(**kwargs)
