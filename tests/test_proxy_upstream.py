@@ -190,3 +190,16 @@ async def test_other_rewrite_models_go_to_litellm_unchanged():
         model="openai/rewriter", messages=USER, api_base="http://elsewhere.test/v1", api_key="k"
     )
     assert json.loads(route.calls.last.request.content)["model"] == "rewriter"
+
+
+@respx.mock
+@pytest.mark.parametrize("name", ["m", "vendor/some-model", "anthropic/claude-x"])
+async def test_the_requests_own_model_rewrites_through_the_minimal_mode_upstream(name):
+    route = respx.post("http://up.test/v1/chat/completions").mock(
+        return_value=httpx.Response(200, json=completion("Rewritten."))
+    )
+    upstream = Upstream(ProxySettings(upstream_base_url="http://up.test/v1"))
+    await upstream.rewrite_completion(
+        model=name, messages=USER, max_tokens=20, **upstream.rewrite_options()
+    )
+    assert json.loads(route.calls.last.request.content)["model"] == name
