@@ -185,8 +185,9 @@ async def prepare_guardrail(config: BenchConfig) -> Guardrail:
         guardrail.warm_up()
         await guardrail.review(_WARM_UP, "Hello! How can I help you today?")
     except Exception as exc:
+        detail = (str(exc).strip().splitlines() or [""])[0][:300]
         raise BenchError(
-            f"cannot build the guardrail pipeline: {type(exc).__name__}: {exc}"
+            f"cannot build the guardrail pipeline: {type(exc).__name__}: {detail}"
         ) from None
     return guardrail
 
