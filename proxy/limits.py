@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
 from proxy.errors import ProxyError
 
@@ -30,11 +30,15 @@ class RequestLimits:
             raise self._too_large()
         chunks: list[bytes] = []
         size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > self.max_body_bytes:
-                raise self._too_large()
-            chunks.append(chunk)
+        try:
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > self.max_body_bytes:
+                    raise self._too_large()
+                chunks.append(chunk)
+        except ClientDisconnect:
+            # Nobody will read the answer; a 4xx keeps it out of the error log.
+            raise ProxyError(400, "client disconnected", code="client_disconnected") from None
         return b"".join(chunks)
 
     def check(self, body: dict[str, Any]) -> None:

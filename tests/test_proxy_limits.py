@@ -9,9 +9,12 @@ import httpx
 import pytest
 import respx
 from proxy_doubles import ScriptedGuardrail
+from starlette.requests import Request
 
 from proxy.app import create_app
 from proxy.config import ProxySettings
+from proxy.errors import ProxyError
+from proxy.limits import RequestLimits
 
 UPSTREAM = "http://upstream.test/v1"
 
@@ -100,3 +103,13 @@ async def test_nesting_within_the_limit_passes_the_check(client: httpx.AsyncClie
 async def test_text_that_is_not_utf8_is_400(client: httpx.AsyncClient, raw: bytes) -> None:
     status, error = await post(client, raw)
     assert (status, error["code"]) == (400, "invalid_json")
+
+
+async def test_a_client_gone_mid_body_is_a_client_error() -> None:
+    async def receive() -> dict[str, object]:
+        return {"type": "http.disconnect"}
+
+    request = Request({"type": "http", "method": "POST", "path": "/", "headers": []}, receive)
+    with pytest.raises(ProxyError) as caught:
+        await RequestLimits().read_body(request)
+    assert (caught.value.status, caught.value.code) == (400, "client_disconnected")
