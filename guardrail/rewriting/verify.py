@@ -13,10 +13,13 @@ from typing import Protocol
 from guardrail.policies.schema import Detail, Policy, PolicyAction
 from guardrail.rewriting.actionability import Actionability, assess
 from guardrail.rewriting.language import UNDETERMINED, detect_language
-from guardrail.types import Detection, Message
+from guardrail.types import Detection, Message, Pattern
 
 LANGUAGE_CHECK_MIN_CHARS = 40
 """Shorter texts are too short to identify their language reliably."""
+WARMTH = frozenset({Pattern.BOUNDARY_SETTING, Pattern.EMOTIONAL_AWARENESS, Pattern.ACKNOWLEDGMENT})
+"""An empathetic boundary declines by design (it will not be a partner); it passes when the
+detector sees it set a boundary or engage with the feeling, and fails as a bare refusal."""
 LENGTH_TOLERANCE = 1.25
 """Models overshoot a character budget a little; a rewrite well past it is rejected."""
 
@@ -61,7 +64,10 @@ def verify(
         problems.append("empty rewrite")
     if len(text) > policy.max_chars * LENGTH_TOLERANCE:
         problems.append(f"{len(text)} characters, limit {policy.max_chars}")
-    if policy.action is not PolicyAction.KEEP and detection.is_flat_refusal:
+    if policy.action is PolicyAction.EMPATHETIC_BOUNDARY:
+        if detection.is_flat_refusal and not {p.pattern for p in detection.patterns} & WARMTH:
+            problems.append(f"a bare refusal ({detection.strategy.value}), no boundary or warmth")
+    elif policy.action is not PolicyAction.KEEP and detection.is_flat_refusal:
         problems.append(f"still a flat refusal ({detection.strategy.value})")
     if sensitive:
         kinds = policy.never_include or list(Detail)
