@@ -60,8 +60,9 @@ class Analysis:
             return 2
         return min(1, len(items))
 
-    def cue_sentences(self, cue: Cue) -> list[SentenceCues]:
-        return [s for s in self.sentences if cue in s.cues]
+    def opening_text(self) -> str:
+        """The opening sentences as written: what the embedding model reads."""
+        return " ".join(s.text for s in self.layout.sentences[: self.opening])
 
 
 @dataclass(frozen=True, slots=True)

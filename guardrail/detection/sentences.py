@@ -31,7 +31,7 @@ class Sentence:
     text: str
     """As written, stripped: what evidence shows."""
     normalized: str
-    """NFKC, straight quotes, no markdown emphasis: what the matcher reads."""
+    """See :func:`normalize`."""
     start: int
     """Character offset in the reply."""
 
@@ -45,8 +45,16 @@ class Layout:
     headings: int
 
 
+_QUOTED = re.compile(
+    r'"[^"]*(?:"|$)|«[^»]*(?:»|$)|„[^“"]*(?:[“"]|$)|「[^」]*(?:」|$)|『[^』]*(?:』|$)'
+)
+"""Quoted speech ("say: 'I'm sorry'") is not the assistant's own voice; cues inside are ignored."""
+
+
 def normalize(text: str) -> str:
-    return _MARKUP.sub(" ", unicodedata.normalize("NFKC", text).translate(_QUOTES))
+    """What the matcher reads: NFKC, straight quotes, no markdown, no quoted speech."""
+    text = unicodedata.normalize("NFKC", text).translate(_QUOTES)
+    return _MARKUP.sub(" ", _QUOTED.sub(" ", text)).strip()
 
 
 def segment(text: str) -> Layout:

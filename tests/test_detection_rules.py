@@ -1,0 +1,150 @@
+"""Lexicon files, phrase compilation and cue matching across languages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from guardrail.detection.lexicon import (
+    Cue,
+    LexiconError,
+    Script,
+    compile_phrase,
+    load_lexicon,
+    load_lexicons,
+)
+from guardrail.detection.rules import RuleMatcher
+from guardrail.detection.sentences import segment
+
+
+@pytest.fixture(scope="session")
+def matcher() -> RuleMatcher:
+    return RuleMatcher()
+
+
+def cues_of(matcher: RuleMatcher, text: str) -> set[Cue]:
+    return {cue for sentence in matcher.analyse(text).sentences for cue in sentence.cues}
+
+
+def test_every_bundled_lexicon_loads_and_covers_the_required_languages() -> None:
+    langs = {lexicon.lang for lexicon in load_lexicons()}
+    assert {"en", "es", "fr", "de", "zh", "ja", "ko", "pt"} <= langs
+    assert {"it", "ru", "ar", "hi", "vi"} <= langs
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("lang: xx\ncues:\n  refusal: ['i {can|will not']\n", "unclosed"),
+        ("lang: xx\ncues:\n  refusal: ['i can}']\n", "unopened"),
+        ("lang: xx\ncues:\n  refusal: ['apologi{ze|se}']\n", "between spaces"),
+        ("lang: xx\ncues:\n  refusal: ['[maybe]']\n", "without any required word"),
+        ("lang: xx\ncues:\n  nonsense: ['hello']\n", "unknown cue"),
+        ("lang: xx\nscript: runes\ncues: {}\n", "script"),
+        ("cues: {}\n", "'lang'"),
+        ("lang: xx\ncues: [1, 2]\n", "must map cue names"),
+        ("lang: [unclosed\n", "xx.yaml"),
+    ],
+)
+def test_malformed_lexicons_are_rejected_with_the_file_name(
+    tmp_path: Path, body: str, message: str
+) -> None:
+    path = tmp_path / "xx.yaml"
+    path.write_text(body, encoding="utf-8")
+    with pytest.raises(LexiconError, match=r"xx\.yaml") as error:
+        load_lexicon(path)
+    assert message in str(error.value)
+
+
+def test_phrases_compile_into_ordered_segments_with_optional_slots_and_gaps() -> None:
+    segments = compile_phrase("i {can't|cannot} [really] * help", Script.WORD, str.split)
+    assert [s.alternatives for s in segments] == [
+        (("i",),),
+        (("can't",), ("cannot",)),
+        (("really",),),
+        (("help",),),
+    ]
+    assert [s.optional for s in segments] == [False, False, True, False]
+    assert segments[3].gap_before == 3
+
+
+def test_a_character_script_allows_alternatives_inside_words() -> None:
+    segments = compile_phrase("申し訳{ありません|ございません}", Script.CHAR, list)
+    assert segments[1].alternatives == (tuple("ありません"), tuple("ございません"))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'm sorry, but I can't help with that.",
+        "Lo siento, pero no puedo ayudarte con eso.",
+        "Je suis désolé, mais je ne peux pas vous aider avec cette demande.",
+        "Tut mir leid, aber dabei kann ich dir leider nicht helfen.",
+        "Desculpe, mas não posso ajudar com isso.",
+        "Mi dispiace, ma non posso aiutarti con questa richiesta.",
+        "Извините, но я не могу помочь с этим.",
+        "عذرًا، لا أستطيع المساعدة في ذلك.",
+        "माफ़ कीजिए, मैं इसमें आपकी मदद नहीं कर सकता।",
+        "Xin lỗi, nhưng tôi không thể giúp bạn việc này.",
+        "抱歉，我无法帮助你完成这个请求。",
+        "申し訳ありませんが、そのご依頼にはお応えできません。",
+        "죄송하지만 그 요청은 도와드릴 수 없습니다.",
+    ],
+)
+def test_an_apologetic_refusal_is_found_in_every_language(matcher: RuleMatcher, text: str) -> None:
+    assert {Cue.APOLOGY, Cue.REFUSAL} <= cues_of(matcher, text)
+
+
+def test_korean_matching_ignores_spacing(matcher: RuleMatcher) -> None:
+    assert Cue.REFUSAL in cues_of(matcher, "그건 도와드릴수없습니다.")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "To kill a Python process, run kill -9 followed by its PID.",
+        "Sure! Here is a recipe for chocolate cake.",
+        "The Battle of Verdun killed hundreds of thousands of soldiers.",
+    ],
+)
+def test_everyday_answers_with_scary_words_show_no_refusal_cue(
+    matcher: RuleMatcher, text: str
+) -> None:
+    assert not cues_of(matcher, text) & {Cue.REFUSAL, Cue.APOLOGY, Cue.LIMITATION}
+
+
+def test_quoted_speech_is_not_the_assistants_own_voice(matcher: RuleMatcher) -> None:
+    assert Cue.APOLOGY not in cues_of(matcher, 'Start with: "I\'m sorry, I was wrong."')
+    assert Cue.APOLOGY in cues_of(matcher, "I'm sorry, I was wrong.")
+
+
+def test_opening_phrases_count_only_at_the_start_of_a_sentence(matcher: RuleMatcher) -> None:
+    assert Cue.AFFIRMATION in cues_of(matcher, "Sure, here it is.")
+    assert Cue.AFFIRMATION not in cues_of(matcher, "I am not sure that works.")
+
+
+def test_sympathy_is_told_apart_from_apologising_for_a_refusal(matcher: RuleMatcher) -> None:
+    assert Cue.SYMPATHY in cues_of(matcher, "I'm so sorry to hear about your dog.")
+
+
+def test_code_blocks_are_not_prose_and_lists_are_counted(matcher: RuleMatcher) -> None:
+    text = "Here you go:\n\n```python\n# I can't help it\nprint('hi')\n```\n\n- one\n- two\n"
+    analysis = matcher.analyse(text)
+    assert Cue.REFUSAL not in {c for s in analysis.sentences for c in s.cues}
+    assert analysis.layout.code_lines == 2
+    assert analysis.layout.list_items == 2
+
+
+def test_a_short_first_sentence_extends_the_opening_to_the_second(matcher: RuleMatcher) -> None:
+    assert matcher.analyse("No. That would be illegal. Here is why.").opening == 2
+    assert matcher.analyse("That request is not something I can help with. Sorry.").opening == 1
+
+
+def test_sentences_keep_their_offsets_in_the_reply() -> None:
+    text = "First one. Second one!\n最初の文。次の文。"
+    layout = segment(text)
+    expected = ["First one.", "Second one!", "最初の文。", "次の文。"]
+    assert [s.text for s in layout.sentences] == expected
+    for sentence in layout.sentences:
+        assert text[sentence.start : sentence.start + len(sentence.text)] == sentence.text
