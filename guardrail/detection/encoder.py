@@ -12,6 +12,7 @@ Two implementations behind one callable interface (texts in, L2-normalised rows 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
@@ -19,7 +20,7 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -56,7 +57,9 @@ def load_encoder(model: str, *, max_tokens: int, quantize: bool) -> Encoder:
     """The fastest encoder that supports ``model`` (a sentence-transformers name or path)."""
     path = Path(resolve_model(model))
     if BertEncoder.supports(path):
-        return CachedEncoder(BertEncoder(path, name=model, max_tokens=max_tokens, quantize=quantize))
+        return CachedEncoder(
+            BertEncoder(path, name=model, max_tokens=max_tokens, quantize=quantize)
+        )
     return CachedEncoder(SentenceTransformerEncoder(model, max_tokens=max_tokens))
 
 
@@ -87,31 +90,77 @@ class CachedEncoder:
                     self._cache[text] = row
                 while len(self._cache) > self._size:
                     self._cache.popitem(last=False)
-            rows = [row if row is not None else fresh[t] for t, row in zip(texts, rows, strict=True)]
+            rows = [
+                row if row is not None else fresh[t] for t, row in zip(texts, rows, strict=True)
+            ]
         if not rows:
             return np.zeros((0, self.dimension), dtype=np.float32)
         return np.stack([row for row in rows if row is not None]).astype(np.float32)
 
 
 class BertEncoder:
-    """A BERT sentence-transformers model run by a small torch forward pass."""
+    """A BERT sentence-transformers model run by a small torch forward pass.
+
+    The loaded weights are shared by every encoder of the same model and quantization, whatever
+    their ``max_tokens``: the detector and the request categoriser hold one copy between them.
+    """
 
     BATCH = 64
+    CHARS_PER_TOKEN = 12
+    """Texts are clipped to ``max_tokens`` times this before tokenizing (a 20,000-character reply
+    needs only its opening)."""
 
     def __init__(self, path: Path, *, name: str, max_tokens: int, quantize: bool) -> None:
-        import torch
+        self.name = name
+        self.max_tokens = max_tokens
+        self._model = _bert_model(str(path), quantize)
+        self.dimension = self._model.dimension
+        # int8 layers quantize activations with one scale per call, so a text's embedding would
+        # depend on its batch neighbours; quantized, each text runs alone.
+        self._batch = 1 if quantize else self.BATCH
+
+    @staticmethod
+    def supports(path: Path) -> bool:
+        config = path / "config.json"
+        if not (config.is_file() and (path / "tokenizer.json").is_file()):
+            return False
+        if not (path / "model.safetensors").is_file():
+            return False
+        try:
+            kind = json.loads(config.read_text()).get("model_type")
+        except (OSError, ValueError):
+            return False
+        return kind == "bert" and _pooling(path) in {"mean", "cls"}
+
+    def __call__(self, texts: Sequence[str]) -> Vectors:
+        out = [
+            self._model.embed(texts[start : start + self._batch], self.max_tokens)
+            for start in range(0, len(texts), self._batch)
+        ]
+        if not out:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.concatenate(out).astype(np.float32)
+
+
+@functools.lru_cache(maxsize=4)
+def _bert_model(path: str, quantize: bool) -> _BertModel:
+    return _BertModel(Path(path), quantize)
+
+
+class _BertModel:
+    def __init__(self, path: Path, quantize: bool) -> None:
         from tokenizers import Tokenizer
 
-        self.name = name
         config = json.loads((path / "config.json").read_text())
         self.dimension = int(config["hidden_size"])
         self._heads = int(config["num_attention_heads"])
         self._eps = float(config.get("layer_norm_eps", 1e-12))
+        self._pad = int(config.get("pad_token_id", 0))
         self._cls_pooling = _pooling(path) == "cls"
         self._normalize = _has_module(path, "Normalize")
         self._tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
-        self._tokenizer.enable_truncation(max_tokens)
-        self._tokenizer.enable_padding()
+        self._tokenizer.no_truncation()
+        self._tokenizer.no_padding()
         weights = _SafetensorsFile(path / "model.safetensors")
         prefix = "bert." if "bert.embeddings.word_embeddings.weight" in weights.names else ""
         self._words = weights.array(f"{prefix}embeddings.word_embeddings.weight")
@@ -129,32 +178,24 @@ class BertEncoder:
                 for n in range(int(config["num_hidden_layers"]))
             ]
 
-    @staticmethod
-    def supports(path: Path) -> bool:
-        config = path / "config.json"
-        if not (config.is_file() and (path / "tokenizer.json").is_file()):
-            return False
-        if not (path / "model.safetensors").is_file():
-            return False
-        try:
-            kind = json.loads(config.read_text()).get("model_type")
-        except (OSError, ValueError):
-            return False
-        return kind == "bert" and _pooling(path) in {"mean", "cls"}
-
-    def __call__(self, texts: Sequence[str]) -> Vectors:
+    def embed(self, texts: Sequence[str], max_tokens: int) -> Vectors:
+        """One batch: tokenize, truncate (keeping the closing separator), pad, run."""
         import torch
 
-        out: list[Vectors] = []
+        limit = max_tokens * BertEncoder.CHARS_PER_TOKEN
+        encodings = self._tokenizer.encode_batch([text[:limit] for text in texts])
+        rows = [
+            e.ids if len(e.ids) <= max_tokens else [*e.ids[: max_tokens - 1], e.ids[-1]]
+            for e in encodings
+        ]
+        width = max(len(row) for row in rows)
+        ids = np.full((len(rows), width), self._pad, dtype=np.int64)
+        mask = torch.zeros((len(rows), width), dtype=torch.float32)
+        for i, row in enumerate(rows):
+            ids[i, : len(row)] = row
+            mask[i, : len(row)] = 1.0
         with torch.inference_mode():
-            for start in range(0, len(texts), self.BATCH):
-                encodings = self._tokenizer.encode_batch(list(texts[start : start + self.BATCH]))
-                ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
-                mask = torch.tensor([e.attention_mask for e in encodings], dtype=torch.float32)
-                out.append(self._forward(ids, mask).numpy())
-        if not out:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        return np.concatenate(out).astype(np.float32)
+            return np.asarray(self._forward(ids, mask).numpy(), dtype=np.float32)
 
     def _forward(self, ids: npt.NDArray[np.int64], mask: Any) -> Any:
         import torch
@@ -208,7 +249,7 @@ class SentenceTransformerEncoder:
 class _SafetensorsFile:
     """Tensors of a ``.safetensors`` file, memory-mapped: untouched rows never load."""
 
-    DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
+    DTYPES: ClassVar[dict[str, Any]] = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
 
     def __init__(self, path: Path) -> None:
         self._path = path
@@ -256,7 +297,7 @@ def _layer(
         if not quantize:
             return module.eval()
         # Quantized one matrix at a time, so float copies of all layers never coexist.
-        module.qconfig = torch.ao.quantization.per_channel_dynamic_qconfig
+        setattr(module, "qconfig", torch.ao.quantization.per_channel_dynamic_qconfig)  # noqa: B010
         return torch.ao.nn.quantized.dynamic.Linear.from_float(module)
 
     attention = [f"{prefix}attention.self.{part}" for part in ("query", "key", "value")]
@@ -270,7 +311,9 @@ def _layer(
         ("up", "intermediate.dense"),
         ("down", "output.dense"),
     ):
-        setattr(layer, name, linear(tensor(f"{prefix}{part}.weight"), tensor(f"{prefix}{part}.bias")))
+        setattr(
+            layer, name, linear(tensor(f"{prefix}{part}.weight"), tensor(f"{prefix}{part}.bias"))
+        )
     for name, part in (("norm1", "attention.output.LayerNorm"), ("norm2", "output.LayerNorm")):
         norm = torch.nn.LayerNorm(hidden, eps=eps)
         norm.weight.data = tensor(f"{prefix}{part}.weight")
