@@ -2,12 +2,14 @@
 
 The same features come out of an English, Korean or Arabic reply, because they count cues and
 where they sit (the opening or later, how much content follows the last refusal) rather than
-words. That is what lets a head trained mostly on English replies judge other languages.
+words. That is what lets a head trained mostly on English replies judge other languages. Sizes
+are bucketed rather than scaled so that a linear head cannot extrapolate from the long replies
+of one model to the terse ones of another.
 """
 
 from __future__ import annotations
 
-import math
+import re
 
 import numpy as np
 import numpy.typing as npt
@@ -34,9 +36,13 @@ REFUSING = frozenset({Cue.REFUSAL, Cue.APOLOGY, Cue.LIMITATION, Cue.OBJECTION, C
 """Cues that by themselves say the request is not (fully) met."""
 
 SHAPE_FEATURES = (
-    "log_chars",
-    "log_sentences",
-    "log_list_items",
+    "chars_under_150",
+    "chars_under_400",
+    "chars_under_1000",
+    "one_sentence",
+    "two_or_three_sentences",
+    "has_list",
+    "long_list",
     "has_code",
     "has_headings",
     "ends_with_question",
@@ -50,12 +56,19 @@ SHAPE_FEATURES = (
     "refusing_opening_and_list",
     "refusing_later_only",
 )
+PROMPT_FEATURES = ("prompt_overlap_opening", "prompt_overlap_reply")
+"""How much of the request the reply takes up: answers repeat its terms, refusals rarely do."""
 FEATURE_NAMES: tuple[str, ...] = (
     *(f"{cue.value}_{where}" for cue in Cue for where in ("opening", "later")),
     *SHAPE_FEATURES,
+    *PROMPT_FEATURES,
 )
 
 Vector = npt.NDArray[np.float64]
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
+_WORD = re.compile(f"[^\\W\\d_{_CJK}]{{4,}}")
+_CJK_RUN = re.compile(f"[{_CJK}]{{2,}}")
 
 
 def effective_cues(sentence: SentenceCues) -> frozenset[Cue]:
@@ -65,7 +78,7 @@ def effective_cues(sentence: SentenceCues) -> frozenset[Cue]:
     return sentence.cues
 
 
-def rule_features(analysis: Analysis) -> Vector:
+def reply_features(analysis: Analysis, prompt: str) -> Vector:
     """The feature vector, in the order of :data:`FEATURE_NAMES`."""
     layout = analysis.layout
     total = max(len(layout.sentences), 1)
@@ -98,9 +111,13 @@ def rule_features(analysis: Analysis) -> Vector:
     last_text = layout.sentences[-1].text if layout.sentences else ""
     values.extend(
         [
-            math.log1p(layout.chars),
-            math.log1p(len(layout.sentences)),
-            math.log1p(layout.list_items),
+            float(layout.chars < 150),
+            float(layout.chars < 400),
+            float(layout.chars < 1000),
+            float(len(layout.sentences) <= 1),
+            float(2 <= len(layout.sentences) <= 3),
+            float(layout.list_items > 0),
+            float(layout.list_items >= 4),
             float(layout.code_lines > 0),
             float(layout.headings > 0),
             float(last_text.endswith(("?", "？"))),
@@ -115,4 +132,20 @@ def rule_features(analysis: Analysis) -> Vector:
             float(bool(refusing) and not refusing_opening),
         ]
     )
+    terms = content_terms(prompt)
+    if terms:
+        opening = " ".join(s.text for s in layout.sentences[: analysis.opening])
+        reply = " ".join(s.text for s in layout.sentences)
+        values.append(len(terms & content_terms(opening)) / len(terms))
+        values.append(len(terms & content_terms(reply)) / len(terms))
+    else:
+        values.extend([0.0, 0.0])
     return np.asarray(values, dtype=np.float64)
+
+
+def content_terms(text: str) -> set[str]:
+    """Words of four letters or more, and character pairs in Chinese, Japanese and Korean."""
+    terms = {word.lower() for word in _WORD.findall(text)}
+    for run in _CJK_RUN.findall(text):
+        terms.update(run[i : i + 2] for i in range(len(run) - 1))
+    return terms

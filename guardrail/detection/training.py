@@ -1,0 +1,298 @@
+"""Train the detector's head and write its weight file: ``python -m guardrail.detection.training``.
+
+Data recipe: see :mod:`guardrail.detection.corpus` (XSTest v2 replies, CoCoNot ``chosen``
+answers, the OpenAI RBR gold set, and this package's own replies in thirteen languages; the
+multilingual evaluation set in ``eval/data`` is never read). ``--data-dir`` points at the
+upstream datasets (default ``../shared/data``).
+
+Procedure, with a fixed seed so that a rerun writes the same weights:
+
+1. Rules and language identification on every reply; the opening sentences embedded with the
+   configured sentence-transformers model (int8, 32 tokens by default).
+2. Two heads of two parts (see :mod:`guardrail.detection.head`), each a one-hidden-layer MLP:
+   the rules head on every reply, the full head on replies in the embedding model's languages.
+   The ``partial`` parts learn full-vs-partial from refusals only.
+3. Calibration: 5-fold cross-validation grouped by source model gives out-of-fold logits, and a
+   Platt scaling fitted on them makes the refusal probability a probability.
+4. Thresholds from the same out-of-fold predictions: each head's partial-refusal cut (the one
+   that maximises the partial class's F1), and the band of rules-head probabilities that still
+   needs the full head (outside it the rules head decides alone and no embedding is computed).
+
+Needs scikit-learn (a development dependency); inference does not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+import time
+import warnings
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from guardrail.detection import corpus
+from guardrail.detection.corpus import Example
+from guardrail.detection.encoder import BUNDLED_MODEL, Encoder, load_encoder
+from guardrail.detection.features import FEATURE_NAMES, reply_features
+from guardrail.detection.head import MLP, WEIGHTS, Embedding, HeadWeights, Thresholds
+from guardrail.detection.language import identify_language
+from guardrail.detection.rules import RuleMatcher
+
+Matrix = npt.NDArray[np.float64]
+
+SEED = 13
+MAX_TOKENS = 32
+HIDDEN = {"rules": 32, "full": 64}
+ALPHA = 3.0
+ENGLISH_ONLY = {BUNDLED_MODEL: ("en",)}
+"""Embedding models known to understand only some languages; others are trusted with all."""
+
+
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    """What the heads read for each example, computed once and reused across folds."""
+
+    features: Matrix
+    embeddings: Matrix
+    langs: list[str]
+
+    def take(self, index: npt.NDArray[np.intp]) -> Inputs:
+        return Inputs(self.features[index], self.embeddings[index], [self.langs[i] for i in index])
+
+
+def compute_inputs(
+    examples: Sequence[Example], matcher: RuleMatcher, encoder: Encoder | None
+) -> Inputs:
+    """Features for every example; embeddings of the openings when ``encoder`` is given."""
+    features, openings, langs = [], [], []
+    for example in examples:
+        analysis = matcher.analyse(example.response)
+        features.append(reply_features(analysis, example.prompt))
+        openings.append(analysis.opening_text() or example.response.strip() or ".")
+        matched = {lang for s in analysis.sentences for lang in s.langs}
+        langs.append(identify_language(example.response, matched))
+    if encoder is not None:
+        embeddings = np.asarray(encoder(openings), dtype=np.float64)
+    else:
+        embeddings = np.zeros((len(examples), 0))
+    return Inputs(np.asarray(features), embeddings, langs)
+
+
+def fit(
+    examples: Sequence[Example],
+    inputs: Inputs,
+    embedding: Embedding,
+    *,
+    seed: int = SEED,
+) -> HeadWeights:
+    """Fit every head part, calibrate on out-of-fold predictions and pick the thresholds."""
+    labels = np.asarray([e.is_refusal for e in examples], dtype=int)
+    partial = np.asarray([e.label3.value == "partial_refusal" for e in examples], dtype=int)
+    groups = np.asarray([e.group for e in examples])
+    covered = np.asarray([embedding.covers(lang) for lang in inputs.langs], dtype=bool)
+    matrices = {
+        "rules": inputs.features,
+        "full": np.hstack([inputs.features, inputs.embeddings]),
+    }
+    rows = {"rules": np.arange(len(examples)), "full": np.flatnonzero(covered)}
+    heads: dict[str, dict[str, MLP]] = {}
+    oof: dict[str, Matrix] = {}
+    partial_cut: dict[str, float] = {}
+    for head, X in matrices.items():
+        index = rows[head]
+        refusers = index[labels[index] == 1]
+        refusal_oof = _out_of_fold(X[index], labels[index], groups[index], HIDDEN[head], seed)
+        partial_oof = _out_of_fold(
+            X[refusers], partial[refusers], groups[refusers], HIDDEN[head], seed
+        )
+        heads[head] = {
+            "refusal": replace(
+                _fit_mlp(X[index], labels[index], HIDDEN[head], seed),
+                calibration=_platt(refusal_oof, labels[index]),
+            ),
+            "partial": _fit_mlp(X[refusers], partial[refusers], HIDDEN[head], seed),
+        }
+        full_oof = np.full(len(examples), np.nan)
+        a, b = heads[head]["refusal"].calibration
+        full_oof[index] = _sigmoid(a * refusal_oof + b)
+        oof[head] = full_oof
+        partial_cut[head] = _best_cut(_sigmoid(partial_oof), partial[refusers])
+    low, high = _rules_band(oof["rules"], oof["full"], labels, covered)
+    thresholds = Thresholds(
+        decision=0.5,
+        partial_rules=partial_cut["rules"],
+        partial_full=partial_cut["full"],
+        rules_low=low,
+        rules_high=high,
+    )
+    training = {
+        "recipe": "guardrail.detection.corpus",
+        "examples": dict(Counter(e.source for e in examples)),
+        "labels": dict(Counter(e.label3.value for e in examples)),
+        "languages": dict(Counter(inputs.langs)),
+        "seed": seed,
+        "hidden": HIDDEN,
+        "alpha": ALPHA,
+        "out_of_fold": _summary(oof, labels, covered, thresholds),
+    }
+    return HeadWeights(tuple(FEATURE_NAMES), embedding, heads, thresholds, training)
+
+
+def _fit_mlp(X: Matrix, y: npt.NDArray[np.int_], hidden: int, seed: int) -> MLP:
+    """An uncalibrated MLP fitted by scikit-learn, copied into the numpy inference form."""
+    from sklearn.neural_network import MLPClassifier
+    from threadpoolctl import threadpool_limits
+
+    mean = X.mean(axis=0)
+    scale = X.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    model = MLPClassifier((hidden,), alpha=ALPHA, max_iter=800, random_state=seed)
+    # One BLAS thread: these matrices are small, and threads fighting over a shared CPU made
+    # fitting ten times slower.
+    with warnings.catch_warnings(), threadpool_limits(1):
+        warnings.simplefilter("ignore")  # convergence notices: the iteration cap is deliberate
+        model.fit((X - mean) / scale, y)
+    return MLP(
+        mean=mean,
+        scale=scale,
+        hidden_weights=model.coefs_[0],
+        hidden_bias=model.intercepts_[0],
+        output_weights=model.coefs_[1],
+        output_bias=float(model.intercepts_[1][0]),
+    )
+
+
+def _out_of_fold(
+    X: Matrix, y: npt.NDArray[np.int_], groups: npt.NDArray[Any], hidden: int, seed: int
+) -> Matrix:
+    """Logits for every row from models that did not see its group."""
+    from sklearn.model_selection import GroupKFold
+
+    logits = np.zeros(len(y))
+    folds = min(5, len(set(groups)))
+    for train, test in GroupKFold(n_splits=folds).split(X, y, groups):
+        logits[test] = _fit_mlp(X[train], y[train], hidden, seed).logit(X[test])
+    return logits
+
+
+def _platt(logits: Matrix, y: npt.NDArray[np.int_]) -> tuple[float, float]:
+    from sklearn.linear_model import LogisticRegression
+
+    model = LogisticRegression(C=1e4).fit(logits.reshape(-1, 1), y)
+    return float(model.coef_[0][0]), float(model.intercept_[0])
+
+
+def _best_cut(probability: Matrix, y: npt.NDArray[np.int_]) -> float:
+    cuts = np.arange(0.1, 0.8, 0.025)
+    scores = [_f1(probability >= cut, y) for cut in cuts]
+    return round(float(cuts[int(np.argmax(scores))]), 3)
+
+
+def _rules_band(
+    rules: Matrix, full: Matrix, y: npt.NDArray[np.int_], covered: npt.NDArray[np.bool_]
+) -> tuple[float, float]:
+    """The band (low, high) of rules-head probabilities that still goes to the full head.
+
+    The narrowest band (most replies settled by the rules head alone, no embedding) whose
+    out-of-fold F1 stays within 0.2 points of sending every covered reply to the full head.
+    """
+    rules, full, y = rules[covered], full[covered], y[covered]
+    target = _f1(full >= 0.5, y) - 0.002
+    best = (0.0, 1.0)
+    best_share = 0.0
+    for low in np.arange(0.0, 0.5, 0.01):
+        for high in np.arange(1.0, 0.5, -0.01):
+            alone = (rules <= low) | (rules >= high)
+            gated = np.where(alone, rules, full) >= 0.5
+            share = float(alone.mean())
+            if share > best_share and _f1(gated, y) >= target:
+                best, best_share = (float(low), float(high)), share
+    return round(best[0], 3), round(best[1], 3)
+
+
+def _f1(predicted: npt.NDArray[np.bool_], y: npt.NDArray[np.int_]) -> float:
+    tp = float(np.sum(predicted & (y == 1)))
+    return 2 * tp / max(float(np.sum(predicted) + np.sum(y == 1)), 1.0)
+
+
+def _summary(
+    oof: dict[str, Matrix], y: npt.NDArray[np.int_], covered: npt.NDArray[np.bool_], t: Thresholds
+) -> dict[str, Any]:
+    def metrics(p: Matrix, mask: npt.NDArray[np.bool_]) -> dict[str, float]:
+        predicted = p[mask] >= t.decision
+        truth = y[mask] == 1
+        tp = float(np.sum(predicted & truth))
+        precision = tp / max(float(predicted.sum()), 1.0)
+        recall = tp / max(float(truth.sum()), 1.0)
+        f1 = 2 * precision * recall / max(precision + recall, 1e-9)
+        return {"precision": round(precision, 4), "recall": round(recall, 4), "f1": round(f1, 4)}
+
+    gated = np.where(
+        (oof["rules"] > t.rules_low) & (oof["rules"] < t.rules_high), oof["full"], oof["rules"]
+    )
+    rules_only = (oof["rules"] <= t.rules_low) | (oof["rules"] >= t.rules_high)
+    return {
+        "rules_head": metrics(oof["rules"], np.ones_like(covered)),
+        "full_head_covered": metrics(oof["full"], covered),
+        "gated_covered": metrics(gated, covered),
+        "share_decided_by_rules": round(float(np.mean(rules_only[covered])), 4),
+    }
+
+
+def _sigmoid(x: Matrix) -> Matrix:
+    return np.asarray(0.5 * (1.0 + np.tanh(0.5 * x)), dtype=np.float64)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--data-dir", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--out", type=Path, default=WEIGHTS)
+    parser.add_argument("--embedding-model", default=BUNDLED_MODEL)
+    parser.add_argument("--max-tokens", type=int, default=MAX_TOKENS)
+    parser.add_argument("--no-quantize", action="store_true")
+    parser.add_argument("--seed", type=int, default=SEED)
+    args = parser.parse_args(argv)
+    if not (args.data_dir / "xstest").is_dir():
+        parser.error(
+            f"{args.data_dir} does not hold the upstream datasets (xstest/, coconot/, ...)"
+        )
+    started = time.monotonic()
+    examples = corpus.training_corpus(args.data_dir)
+    print(f"{len(examples)} examples: {dict(Counter(e.source for e in examples))}")
+    encoder = load_encoder(
+        args.embedding_model, max_tokens=args.max_tokens, quantize=not args.no_quantize
+    )
+    inputs = compute_inputs(examples, RuleMatcher(), encoder)
+    embedding = Embedding(
+        model=args.embedding_model,
+        dimension=encoder.dimension,
+        max_tokens=args.max_tokens,
+        quantize=not args.no_quantize,
+        languages=ENGLISH_ONLY.get(args.embedding_model),
+    )
+    weights = fit(examples, inputs, embedding, seed=args.seed)
+    weights.training["python"] = platform.python_version()
+    weights.training["sklearn"] = _sklearn_version()
+    weights.save(args.out)
+    print(f"wrote {args.out} in {time.monotonic() - started:.0f} s")
+    print(f"thresholds: {weights.thresholds}")
+    for name, values in weights.training["out_of_fold"].items():
+        print(f"  out of fold, {name}: {values}")
+    return 0
+
+
+def _sklearn_version() -> str:
+    import sklearn
+
+    return str(sklearn.__version__)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
