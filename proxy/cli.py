@@ -105,6 +105,31 @@ def serve(
     raise typer.Exit(run(config, host=host, port=port, workers=workers, log_level=log_level))
 
 
+@app.command()
+def detect(
+    input_path: Annotated[
+        Path, typer.Option("--input", help="JSONL: one object per line with prompt and response.")
+    ],
+    output_path: Annotated[
+        Path, typer.Option("--output", help="JSONL with detection fields added to each line.")
+    ],
+    batch_size: Annotated[int, typer.Option(help="Replies embedded together.")] = 64,
+    embeddings: Annotated[
+        bool, typer.Option(help="Use the embedding head for replies the rules are unsure of.")
+    ] = True,
+) -> None:
+    """Label replies: is_refusal, score, strategy, label3, patterns, lang."""
+    from guardrail.detection import BatchError, Detector, DetectorConfig, detect_file
+
+    detector = Detector(DetectorConfig(use_embeddings=embeddings))
+    try:
+        count = detect_file(input_path, output_path, detector=detector, batch_size=batch_size)
+    except BatchError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"{count} replies labelled: {output_path}", err=True)
+
+
 @policies_app.command("check")
 def policies_check(
     directory: Annotated[Path, typer.Argument(help="Directory of policy files (*.yaml).")],
