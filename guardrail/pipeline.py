@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from guardrail.categories import (
@@ -102,9 +103,11 @@ class Guardrail:
         rewrite_timeout: float = 30.0,
         upstream: Mapping[str, Any] | None = None,
         completion: Completion | None = None,
+        cache_dir: Path | None = None,
     ) -> None:
         """``upstream``: litellm options (``api_base``, ``api_key``...) for ``rewrite_model:
-        upstream``; ``encoder=None`` categorises with keyword rules only."""
+        upstream``; ``encoder=None`` categorises with keyword rules only; ``cache_dir`` keeps
+        exemplar embeddings between runs."""
         self._store = policies if isinstance(policies, PolicyStore) else None
         self._static = policies if isinstance(policies, PolicySet) else None
         self.detector = detector if detector is not None else _default_detector()
@@ -112,6 +115,7 @@ class Guardrail:
         self._rewrite_timeout = rewrite_timeout
         self._upstream = dict(upstream or {})
         self._completion = completion
+        self._cache_dir = cache_dir
         self._runtime: _Runtime | None = None
 
     @classmethod
@@ -137,6 +141,7 @@ class Guardrail:
             rewrite_timeout=settings.rewrite_timeout_seconds,
             upstream=upstream,
             completion=completion,
+            cache_dir=settings.cache_dir,
         )
 
     @property
@@ -353,7 +358,7 @@ class Guardrail:
         if self._runtime is None or self._runtime.policies.version != policies.version:
             self._runtime = _Runtime(
                 policies,
-                CategoryClassifier(policies.categories, self._encoder),
+                CategoryClassifier(policies.categories, self._encoder, cache_dir=self._cache_dir),
                 Rewriter(
                     policies,
                     self.detector,

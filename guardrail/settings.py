@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic import Field
@@ -16,6 +17,12 @@ def default_policies_dir() -> Path:
     return Path(__file__).resolve().parent.parent / "policies"
 
 
+def default_cache_dir() -> Path:
+    """Where derived data (exemplar embeddings) is kept between runs."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "guardrail"
+
+
 class GuardrailSettings(BaseSettings):
     """What the core needs to build a :class:`~guardrail.Guardrail`."""
 
@@ -27,3 +34,5 @@ class GuardrailSettings(BaseSettings):
     embeddings: bool = True
     """Use the sentence-embedding model for categories (keyword rules only when off)."""
     rewrite_timeout_seconds: float = Field(default=30.0, gt=0)
+    cache_dir: Path | None = Field(default_factory=default_cache_dir)
+    """Exemplar embeddings are cached here; ``None`` keeps nothing on disk."""

@@ -7,11 +7,18 @@ the exemplars in policies/categories.yaml.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from guardrail.categories import BENIGN, CategoryClassifier, CategorySpec, default_encoder
+from guardrail.categories import (
+    BENIGN,
+    CategoryClassifier,
+    CategorySpec,
+    ExemplarIndex,
+    default_encoder,
+)
 from guardrail.categories.spec import CategoryGroup
 from guardrail.policies import load_policies
 from guardrail.settings import default_policies_dir
@@ -99,3 +106,19 @@ def test_bundled_categories_on_hand_written_requests(
 ) -> None:
     scores = bundled_classifier.classify([{"role": "user", "content": text}])
     assert scores[0].name in expected, scores[:3]
+
+
+def test_exemplar_embeddings_are_cached_on_disk(tmp_path: Path) -> None:
+    calls: list[int] = []
+
+    def counting(texts: Sequence[str]) -> np.ndarray:
+        calls.append(len(texts))
+        return one_hot(texts)
+
+    ExemplarIndex(TOY, counting, cache_dir=tmp_path)
+    again = ExemplarIndex(TOY, counting, cache_dir=tmp_path)
+    assert calls == [4], "the second index read the cache"
+    assert again.similarities(["gun"])[0]["weapons"] == pytest.approx(1.0)
+    extended = {**TOY, "weapons": TOY["weapons"].model_copy(update={"exemplars": ["gun c"]})}
+    ExemplarIndex(extended, counting, cache_dir=tmp_path)
+    assert calls == [4, 1, 3], "one query, then the changed set embedded again"

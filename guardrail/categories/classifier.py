@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from guardrail.categories.exemplars import Encoder, ExemplarIndex
 from guardrail.categories.keywords import KeywordRules
@@ -49,10 +50,18 @@ class CategoryEvidence:
 class CategoryClassifier:
     """Classifies a conversation's latest request; ``encoder=None`` uses keyword rules only."""
 
-    def __init__(self, specs: Mapping[str, CategorySpec], encoder: Encoder | None = None) -> None:
+    def __init__(
+        self,
+        specs: Mapping[str, CategorySpec],
+        encoder: Encoder | None = None,
+        *,
+        cache_dir: Path | None = None,
+    ) -> None:
         self.names = tuple(specs)
         self._rules = KeywordRules(specs)
-        self._index = ExemplarIndex(specs, encoder) if encoder is not None else None
+        self._index = (
+            ExemplarIndex(specs, encoder, cache_dir=cache_dir) if encoder is not None else None
+        )
 
     def classify(self, messages: Sequence[Message]) -> tuple[CategoryScore, ...]:
         return self.explain(messages).scores

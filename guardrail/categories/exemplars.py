@@ -6,8 +6,13 @@ exemplar cannot swing), turned into a distribution over categories with a softma
 
 from __future__ import annotations
 
+import hashlib
+import logging
+import os
+import tempfile
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -16,6 +21,7 @@ import numpy.typing as npt
 from guardrail.categories.spec import CategorySpec
 
 Vectors = npt.NDArray[np.float32]
+logger = logging.getLogger("guardrail.categories")
 
 
 class Encoder(Protocol):
@@ -46,13 +52,16 @@ class ExemplarIndex:
         *,
         k: int = 3,
         temperature: float = 0.04,
+        cache_dir: Path | None = None,
     ) -> None:
+        """``cache_dir``: keep the exemplar embeddings on disk, so a restart (or ``guardrail
+        explain``) does not embed hundreds of exemplars again."""
         self.names = [name for name, spec in specs.items() if spec.exemplars]
         texts = [text for name in self.names for text in specs[name].exemplars]
         owners = [i for i, name in enumerate(self.names) for _ in specs[name].exemplars]
         self._encoder = encoder
         self._owner = np.asarray(owners, dtype=np.int64)
-        self._vectors = encoder(texts) if texts else np.zeros((0, 1), dtype=np.float32)
+        self._vectors = _embed_exemplars(encoder, texts, cache_dir)
         self.k = k
         self.temperature = temperature
 
@@ -85,11 +94,37 @@ class ExemplarIndex:
         return result
 
 
+def _embed_exemplars(encoder: Encoder, texts: list[str], cache_dir: Path | None) -> Vectors:
+    if not texts:
+        return np.zeros((0, 1), dtype=np.float32)
+    if cache_dir is None:
+        return encoder(texts)
+    name = str(getattr(encoder, "name", type(encoder).__name__))
+    digest = hashlib.sha256("\0".join([name, *texts]).encode()).hexdigest()[:24]
+    path = cache_dir / f"exemplars-{digest}.npy"
+    try:
+        vectors = np.load(path)
+        if vectors.shape[0] == len(texts):
+            return np.asarray(vectors, dtype=np.float32)
+    except (OSError, ValueError):
+        pass
+    vectors = encoder(texts)
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=cache_dir, suffix=".npy", delete=False) as handle:
+            np.save(handle, vectors)
+        os.replace(handle.name, path)
+    except OSError as error:
+        logger.debug("cannot cache exemplar embeddings in %s: %s", cache_dir, error)
+    return vectors
+
+
 class MemoEncoder:
     """Remembers embeddings by text, so rebuilding an index after a policy reload only embeds
     the exemplars that changed."""
 
     def __init__(self, encoder: Encoder, *, max_items: int = 20_000) -> None:
+        self.name = str(getattr(encoder, "name", type(encoder).__name__))
         self._encoder = encoder
         self._max_items = max_items
         self._memo: dict[str, Vectors] = {}
