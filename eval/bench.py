@@ -297,15 +297,26 @@ def describe_config(config: BenchConfig, sampling: dict[str, dict[str, int]]) ->
     }
 
 
-async def run_bench(config: BenchConfig, progress: Progress | None = None) -> dict[str, Any]:
-    """Run the benchmark described by ``config`` and return the report."""
+async def run_bench(
+    config: BenchConfig,
+    progress: Progress | None = None,
+    *,
+    guardrail: Guardrail | None = None,
+) -> dict[str, Any]:
+    """Run the benchmark described by ``config`` and return the report.
+
+    ``guardrail``: an already built pipeline to use in-process (built from ``config`` if not).
+    """
     config.validate()
     started = time.perf_counter()
     records, sampling = select_records(config)
     cache = ResponseCache(config.cache_path)
     settings = describe_config(config, sampling)
     cached_at_start = len(cache)
-    guardrail = None if config.proxy_url else await prepare_guardrail(config)
+    if config.proxy_url:
+        guardrail = None
+    elif guardrail is None:
+        guardrail = await prepare_guardrail(config)
     panel = build_panel(config, cache, guardrail)
 
     def tick_for(description: str) -> Tick | None:

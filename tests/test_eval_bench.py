@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -11,12 +12,20 @@ import pytest
 import respx
 from typer.testing import CliRunner
 
-from eval.bench import BenchConfig, BenchError, run_bench, sample, select_records
+from eval import bench
+from eval.bench import BenchConfig, BenchError, prepare_guardrail, run_bench, sample, select_records
 from eval.datasets import load
 from eval.llm import RetryPolicy
+from guardrail import Guardrail
 from proxy.cli import app
 
 UPSTREAM = "http://upstream.test/v1"
+
+
+@pytest.fixture(scope="module")
+def pipeline() -> Guardrail:
+    """The real pipeline with the bundled policies, built once: loading its models is slow."""
+    return asyncio.run(prepare_guardrail(BenchConfig()))
 
 
 @pytest.mark.parametrize(
@@ -62,22 +71,22 @@ def _stable(report: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in report.items() if k not in ("run", "latency")}
 
 
-async def test_replay_report_is_deterministic_for_a_seed() -> None:
+async def test_replay_report_is_deterministic_for_a_seed(pipeline: Guardrail) -> None:
     config = BenchConfig(limit=15, seed=3)
-    first = await run_bench(config)
-    second = await run_bench(config)
+    first = await run_bench(config, guardrail=pipeline)
+    second = await run_bench(config, guardrail=pipeline)
     assert _stable(first) == _stable(second)
     assert first["config"]["sampling"]["xstest"] == {"available": 2250, "used": 15}
     assert first["summary"]["human"]["before"]["n"] == 15
     english = sum(r.lang == "en" for r in select_records(config)[0])
     assert first["summary"]["xstest_strmatch"]["before"]["n"] == english < 45
     assert first["judges"]["xstest_strmatch"]["agreement_with_human"]["n"] == 15
-    other = await run_bench(BenchConfig(limit=15, seed=4))
+    other = await run_bench(BenchConfig(limit=15, seed=4), guardrail=pipeline)
     assert other["summary"] != first["summary"] or other["by_category"] != first["by_category"]
 
 
 async def test_live_bench_end_to_end_with_a_stub_model(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pipeline: Guardrail
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "test")
     monkeypatch.setenv("OPENAI_BASE_URL", UPSTREAM)
@@ -101,26 +110,39 @@ async def test_live_bench_end_to_end_with_a_stub_model(
                 "finish_reason": "stop",
             }
         ],
+        "usage": {"prompt_tokens": 20, "completion_tokens": 10, "total_tokens": 30},
     }
     with respx.mock() as mock:
         route = mock.post(f"{UPSTREAM}/chat/completions").mock(
             return_value=httpx.Response(200, json=reply)
         )
-        report = await run_bench(config)
-    assert route.call_count == 6
+        report = await run_bench(config, guardrail=pipeline)
+    # The model answers each prompt once; policies that rewrite with the request's own model
+    # then ask it again (a stub that only refuses fails verification, so compose takes over).
+    roles = [json.loads(call.request.content)["messages"][0]["role"] for call in route.calls]
+    assert roles.count("user") == 6
+    rewrites = roles.count("system")
+    assert rewrites > 0 and rewrites + 6 == route.call_count
+    assert report["cost"]["rewrite_tokens"]["total"] == 30 * rewrites
     assert report["run"]["records"] == 6
     assert set(report["by_dataset"]) == {"k_overrefusal", "emotional_attachment"}
     assert report["by_source_model"] == {"openai/stub": report["by_source_model"]["openai/stub"]}
     assert report["summary"]["human"] == {"before": None, "after": None}
     with respx.mock(assert_all_called=False) as mock:
         route = mock.post(f"{UPSTREAM}/chat/completions")
-        again = await run_bench(config)
+        again = await run_bench(config, guardrail=pipeline)
     assert route.call_count == 0
     assert again["run"]["cache_entries_at_start"] == 12  # direct + guardrail per record
     assert _stable(again)["summary"] == _stable(report)["summary"]
 
 
-def test_cli_writes_reports(tmp_path: Path) -> None:
+def test_cli_writes_reports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pipeline: Guardrail
+) -> None:
+    async def prebuilt(config: BenchConfig) -> Guardrail:
+        return pipeline
+
+    monkeypatch.setattr(bench, "prepare_guardrail", prebuilt)
     out = tmp_path / "report"
     result = CliRunner().invoke(
         app, ["bench", "--datasets", "xstest,coconot_pref", "--limit", "5", "--out", str(out)]
