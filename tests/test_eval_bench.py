@@ -159,3 +159,44 @@ def test_cli_reports_bad_input_without_a_traceback() -> None:
     assert result.exit_code == 2
     assert "no recorded replies in multijail" in result.output
     assert "Traceback" not in result.output
+
+
+async def test_llm_judge_grades_both_sides_in_the_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pipeline: Guardrail
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    monkeypatch.setenv("OPENAI_BASE_URL", UPSTREAM)
+    verdict = {"strategy": "redirection", "label3": "full_refusal", "patterns": ["deflection"]}
+    answer = {
+        "id": "j",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "judge",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": json.dumps(verdict)},
+                "finish_reason": "stop",
+            }
+        ],
+    }
+    config = BenchConfig(
+        datasets=("xstest",),
+        limit=6,
+        judge_model="openai/judge",
+        cache_path=tmp_path / "cache.jsonl",
+        retry=RetryPolicy(attempts=1),
+    )
+    with respx.mock() as mock:
+        route = mock.post(f"{UPSTREAM}/chat/completions").mock(
+            return_value=httpx.Response(200, json=answer)
+        )
+        report = await run_bench(config, guardrail=pipeline)
+    changed = report["cost"]["changed_replies"]
+    assert route.call_count == 6 + changed  # an unchanged reply is graded once
+    llm = report["summary"]["llm"]
+    assert llm["before"]["n"] == llm["after"]["n"] == 6
+    assert llm["before"]["flat_refusal_rate"] == 1.0
+    assert report["strategies"]["llm"]["after"]["shares"]["redirection"] == 1.0
+    assert report["judges"]["llm"]["agreement_with_human"]["n"] == 6
+    assert report["judge_failures"] == {"llm": 0}
