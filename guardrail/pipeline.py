@@ -153,8 +153,12 @@ class Guardrail:
         return self._static
 
     def warm_up(self) -> None:
-        """Build the category index now (embedding the exemplars) rather than on first use."""
+        """Build the category index and load the detector's models now rather than on first use.
+
+        Nothing is rewritten, so warming up never calls a rewrite model.
+        """
         self._current()
+        self.detector.detect("I'm sorry, but I can't help with that.", prompt="Hello")
 
     async def review(
         self,

@@ -35,7 +35,6 @@ from proxy.window import DecisionWindow
 
 log = logging.getLogger("guardrail.proxy")
 
-_WARMUP = [{"role": "user", "content": "Hello"}]
 T = TypeVar("T")
 
 
@@ -89,7 +88,6 @@ def create_app(
         # Models and indexes load lazily; loading them before traffic keeps that off a request.
         try:
             await asyncio.to_thread(pipeline.warm_up)
-            await pipeline.review(_WARMUP, "I'm sorry, but I can't help with that.", model="warmup")
         except Exception as exc:
             state["problem"] = f"guardrail warm-up failed: {exc}"
             log.exception("guardrail warm-up failed")
