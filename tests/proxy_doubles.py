@@ -43,6 +43,8 @@ class ScriptedGuardrail(Guardrail):
     warmed: bool = False
 
     def warm_up(self) -> None:
+        if self.fail:
+            raise RuntimeError("policy engine exploded")
         self.warmed = True
 
     async def review(
