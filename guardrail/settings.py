@@ -5,15 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 def default_policies_dir() -> Path:
-    """``./policies`` when it exists (a checkout or a user's own set), else the bundled one."""
-    local = Path("policies")
-    if local.is_dir():
-        return local
+    """The bundled policy set; another is chosen explicitly, never by the working directory."""
     return Path(__file__).resolve().parent.parent / "policies"
 
 
@@ -26,9 +23,16 @@ def default_cache_dir() -> Path:
 class GuardrailSettings(BaseSettings):
     """What the core needs to build a :class:`~guardrail.Guardrail`."""
 
-    model_config = SettingsConfigDict(env_prefix="GUARDRAIL_", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="GUARDRAIL_", extra="ignore", populate_by_name=True
+    )
 
-    policies_dir: Path = Field(default_factory=default_policies_dir)
+    policies_dir: Path = Field(
+        default_factory=default_policies_dir,
+        validation_alias=AliasChoices(
+            "policies_dir", "GUARDRAIL_POLICIES", "GUARDRAIL_POLICIES_DIR"
+        ),
+    )
     policy_reload_seconds: float | None = Field(default=2.0, ge=0)
     """How often to look for edited policy files; ``None`` never reloads."""
     embeddings: bool = True
