@@ -42,7 +42,7 @@ from eval.judges import (
     load_actionability_check,
     load_detector,
 )
-from eval.llm import RetryPolicy
+from eval.llm import RetryPolicy, proxy_model_name
 from eval.metrics import Judged
 from eval.report import build_report, print_summary, write_reports
 from eval.runners import LiveRunner, Outcome, ReplayRunner, RunResult, Tick
@@ -70,6 +70,8 @@ class BenchConfig:
     seed: int = 0
     model: str | None = None
     proxy_url: str | None = None
+    proxy_model: str | None = None
+    """The model name to send the proxy; ``None``: ``model`` without its provider prefix."""
     proxy_api_key: str | None = None
     judge_model: str | None = None
     concurrency: int | None = None
@@ -86,6 +88,8 @@ class BenchConfig:
             raise BenchError("live mode needs --model (any litellm model name)")
         if self.mode == "replay" and (self.model or self.proxy_url):
             raise BenchError("--model and --proxy-url apply to --mode live only")
+        if self.proxy_model and not self.proxy_url:
+            raise BenchError("--proxy-model needs --proxy-url")
         if self.limit is not None and self.limit < 0:
             raise BenchError("--limit must be 0 (all) or a positive number")
         if self.concurrency is not None and self.concurrency < 1:
@@ -247,6 +251,7 @@ def _runner(
         cache=cache,
         guardrail=guardrail,
         proxy_url=config.proxy_url,
+        proxy_model=config.proxy_model,
         proxy_api_key=config.proxy_api_key,
         concurrency=concurrency,
         retry=config.retry,
@@ -265,7 +270,8 @@ def describe_config(config: BenchConfig, sampling: dict[str, dict[str, int]]) ->
     elif config.proxy_url:
         notes.append(
             '"before" asks the model directly, "after" asks the proxy: two separate generations; '
-            "added latency is the difference of their wall times."
+            "added latency is the difference of their wall times, so it carries the model's own "
+            "variation (use --concurrency 1 for the cleanest figure)."
         )
     else:
         notes.append(
@@ -283,6 +289,9 @@ def describe_config(config: BenchConfig, sampling: dict[str, dict[str, int]]) ->
         "seed": config.seed,
         "model": config.model,
         "proxy_url": config.proxy_url,
+        "proxy_model": (config.proxy_model or proxy_model_name(config.model or ""))
+        if config.proxy_url
+        else None,
         "judge_model": config.judge_model,
         "concurrency": config.effective_concurrency,
         "policies": str(config.policies) if config.policies else "default",

@@ -1,4 +1,4 @@
-"""Model calls for live runs and the LLM judge: litellm or a proxy URL, with retries.
+"""Model calls for live runs and the LLM judge, through litellm, with retries.
 
 Benchmarks run for minutes against rate-limited APIs, so transient failures (timeouts, 429,
 5xx, dropped connections) are retried with exponential backoff; anything else (a bad key, an
@@ -35,6 +35,7 @@ class Completion:
     latency_ms: float
     usage: Usage
     headers: dict[str, str]
+    """The response's ``x-*`` headers (a guardrail proxy's ``x-guardrail-action``...)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,57 +107,25 @@ async def litellm_complete(
         response = await litellm.acompletion(model=model, messages=list(messages), **kwargs)
         latency = (time.perf_counter() - started) * 1000
         message = response.choices[0].message
+        headers = getattr(response, "_response_headers", None) or {}
         return Completion(
             text=content_text(message.content),
             refusal=getattr(message, "refusal", None),
             latency_ms=latency,
             usage=_usage(getattr(response, "usage", None)),
-            headers={},
+            headers={k.lower(): v for k, v in headers.items() if k.lower().startswith("x-")},
         )
 
     return await with_retries(call, policy)
 
 
-def chat_completions_url(base: str) -> str:
-    """Accept a proxy base URL with or without ``/v1``."""
-    base = base.rstrip("/")
-    if base.endswith("/chat/completions"):
-        return base
-    return f"{base}/chat/completions" if base.endswith("/v1") else f"{base}/v1/chat/completions"
+def proxy_base_url(url: str) -> str:
+    """A proxy's OpenAI base URL (ending in ``/v1``), from its address with or without it."""
+    base = url.rstrip("/").removesuffix("/chat/completions")
+    return base if base.endswith("/v1") else f"{base}/v1"
 
 
-async def proxy_complete(
-    client: httpx.AsyncClient,
-    url: str,
-    model: str,
-    messages: Sequence[Message],
-    *,
-    policy: RetryPolicy,
-    api_key: str | None = None,
-) -> Completion:
-    """Ask a running OpenAI-compatible proxy for a reply, keeping its ``x-guardrail-*`` headers."""
-    headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
-
-    async def call() -> Completion:
-        started = time.perf_counter()
-        response = await client.post(
-            url, json={"model": model, "messages": list(messages)}, headers=headers
-        )
-        latency = (time.perf_counter() - started) * 1000
-        response.raise_for_status()
-        body = response.json()
-        try:
-            message = body["choices"][0]["message"]
-        except (KeyError, IndexError, TypeError):
-            raise ModelCallError(f"unexpected response shape from {url}") from None
-        return Completion(
-            text=content_text(message.get("content")),
-            refusal=message.get("refusal"),
-            latency_ms=latency,
-            usage=_usage(body.get("usage")),
-            headers={
-                k.lower(): v for k, v in response.headers.items() if k.lower().startswith("x-")
-            },
-        )
-
-    return await with_retries(call, policy)
+def proxy_model_name(model: str) -> str:
+    """The name a proxy in front of an OpenAI-compatible upstream expects for a litellm model:
+    the name without its provider prefix, as litellm itself would send it upstream."""
+    return model.split("/", 1)[1] if "/" in model else model

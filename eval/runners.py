@@ -14,17 +14,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import httpx
-
 from eval.cache import ResponseCache, cache_key
 from eval.datasets import Record
 from eval.llm import (
     Completion,
     ModelCallError,
     RetryPolicy,
-    chat_completions_url,
     litellm_complete,
-    proxy_complete,
+    proxy_base_url,
+    proxy_model_name,
 )
 from guardrail import Guardrail
 from guardrail.types import Decision, Detection, Usage
@@ -197,7 +195,11 @@ def _header_policy(value: str | None) -> str | None:
 
 
 class LiveRunner:
-    """A live model answers directly ("before") and through the guardrail ("after")."""
+    """A live model answers directly ("before") and through the guardrail ("after").
+
+    Model calls run ``concurrency`` at a time; in-process reviews run one at a time, so the
+    latency measured for each is the guardrail's own and not time spent waiting for the others.
+    """
 
     def __init__(
         self,
@@ -206,10 +208,10 @@ class LiveRunner:
         cache: ResponseCache,
         guardrail: Guardrail | None = None,
         proxy_url: str | None = None,
+        proxy_model: str | None = None,
         proxy_api_key: str | None = None,
         concurrency: int = 8,
         retry: RetryPolicy | None = None,
-        http_client: httpx.AsyncClient | None = None,
         **completion_kwargs: Any,
     ) -> None:
         if (guardrail is None) == (proxy_url is None):
@@ -217,22 +219,16 @@ class LiveRunner:
         self.model = model
         self._cache = cache
         self._guardrail = guardrail
-        self._proxy_url = chat_completions_url(proxy_url) if proxy_url else None
+        self._proxy_base = proxy_base_url(proxy_url) if proxy_url else None
+        self._proxy_model = proxy_model or proxy_model_name(model)
         self._proxy_api_key = proxy_api_key
         self._concurrency = concurrency
         self._retry = retry or RetryPolicy()
-        self._http = http_client
         self._kwargs = completion_kwargs
+        self._review_lock = asyncio.Lock()
 
     async def run(self, records: Sequence[Record], tick: Tick | None = None) -> RunResult:
-        if self._proxy_url is None or self._http is not None:
-            return await _bounded(records, self._one, self._concurrency, tick)
-        async with httpx.AsyncClient(timeout=httpx.Timeout(120.0)) as client:
-            self._http = client
-            try:
-                return await _bounded(records, self._one, self._concurrency, tick)
-            finally:
-                self._http = None
+        return await _bounded(records, self._one, self._concurrency, tick)
 
     async def _one(self, record: Record) -> Outcome | Failure:
         record = replace(record, source_model=self.model)
@@ -298,25 +294,27 @@ class LiveRunner:
         cached = self._cache.get(key)
         if cached is not None:
             return _Reviewed.from_cache(cached)
-        reviewed = await review(
-            self._guardrail, record, before.text, model=self.model, refusal=before.refusal
-        )
+        async with self._review_lock:
+            reviewed = await review(
+                self._guardrail, record, before.text, model=self.model, refusal=before.refusal
+            )
         self._cache.put(key, reviewed.to_cache())
         return reviewed
 
     async def _through_proxy(self, record: Record) -> _Reviewed:
-        assert self._proxy_url is not None and self._http is not None
+        """The same request to the proxy, through litellm like the direct call, so that the
+        difference of their wall times is the proxy's and not a different client's."""
+        assert self._proxy_base is not None
         key = self._key(record, "proxy")
         cached = self._cache.get(key)
         if cached is not None:
             return _Reviewed.from_cache(cached)
-        completion = await proxy_complete(
-            self._http,
-            self._proxy_url,
-            self.model,
+        completion = await litellm_complete(
+            f"openai/{self._proxy_model}",
             record.messages,
             policy=self._retry,
-            api_key=self._proxy_api_key,
+            api_base=self._proxy_base,
+            api_key=self._proxy_api_key or "none",
         )
         reviewed = _Reviewed(
             text=completion.text,

@@ -42,6 +42,10 @@ def bench(
     proxy_url: Annotated[
         str | None, typer.Option(help="Live mode: benchmark a running proxy at this base URL.")
     ] = None,
+    proxy_model: Annotated[
+        str | None,
+        typer.Option(help="Model name to send the proxy (default: --model minus its provider/)."),
+    ] = None,
     proxy_key: Annotated[
         str | None,
         typer.Option(envvar="GUARDRAIL_BENCH_PROXY_KEY", help="API key for --proxy-url."),
@@ -75,6 +79,7 @@ def bench(
         seed=seed,
         model=model,
         proxy_url=proxy_url,
+        proxy_model=proxy_model,
         proxy_api_key=proxy_key,
         judge_model=judge_model,
         concurrency=concurrency,

@@ -36,6 +36,7 @@ def pipeline() -> Guardrail:
         (BenchConfig(datasets=("multijail",)), "no recorded replies in multijail"),
         (BenchConfig(datasets=("nope",)), "unknown dataset"),
         (BenchConfig(limit=-1), "--limit"),
+        (BenchConfig(mode="live", model="m", proxy_model="x"), "--proxy-model needs"),
         (BenchConfig(concurrency=0), "--concurrency"),
         (BenchConfig(mode="fast"), "unknown mode"),  # type: ignore[arg-type]
     ],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,7 +14,7 @@ import respx
 
 from eval.cache import ResponseCache, cache_key
 from eval.datasets import Expected, Record, ReplyOrigin
-from eval.llm import RetryPolicy, chat_completions_url
+from eval.llm import RetryPolicy, proxy_base_url, proxy_model_name
 from eval.runners import LiveRunner, ReplayRunner
 from guardrail import Guardrail
 from guardrail.types import Action, Decision, Message, Usage
@@ -220,7 +221,7 @@ async def test_permanent_errors_are_not_retried() -> None:
 async def test_live_through_a_proxy_url_reads_the_guardrail_headers(tmp_path: Path) -> None:
     def proxied(request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content)
-        assert body["model"] == MODEL
+        assert body["model"] == "stub"  # the litellm provider prefix is not the proxy's business
         assert request.headers["authorization"] == "Bearer proxy-key"
         return _chat(
             "Here is what I can say in general.",
@@ -266,12 +267,19 @@ def test_live_runner_needs_exactly_one_target() -> None:
     ],
 )
 def test_proxy_url_forms(base: str) -> None:
-    assert chat_completions_url(base) == "http://h:8080/v1/chat/completions"
+    assert proxy_base_url(base) == "http://h:8080/v1"
 
 
-async def test_live_against_the_real_proxy_app() -> None:
+def test_proxy_model_drops_the_provider_prefix() -> None:
+    assert proxy_model_name("openai/gpt-4o-mini") == "gpt-4o-mini"
+    assert proxy_model_name("hosted_vllm/org/model") == "org/model"
+    assert proxy_model_name("gpt-4o") == "gpt-4o"
+
+
+def test_live_against_the_real_proxy_app_on_a_socket() -> None:
     from pydantic import SecretStr
 
+    from eval.loopback import serve
     from proxy.app import create_app
     from proxy.config import ProxySettings
 
@@ -279,13 +287,12 @@ async def test_live_against_the_real_proxy_app() -> None:
         ProxySettings(upstream_base_url=UPSTREAM, upstream_api_key=SecretStr("test")),
         guardrail=RewritingGuardrail(),
     )
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app)) as client:
-        with respx.mock(assert_all_called=False) as mock:
-            mock.post(f"{UPSTREAM}/chat/completions").mock(side_effect=_answer)
-            result = await _live(
-                ResponseCache(None), proxy_url="http://proxy.local", http_client=client
-            ).run(_records(2))
+    with respx.mock(assert_all_called=False) as mock, serve(app) as proxy_url:
+        mock.route(host="127.0.0.1").pass_through()
+        upstream = mock.post(f"{UPSTREAM}/chat/completions").mock(side_effect=_answer)
+        result = asyncio.run(_live(ResponseCache(None), proxy_url=proxy_url).run(_records(2)))
     assert not result.failures, result.failures
+    assert upstream.call_count == 4  # each prompt directly, and once more through the proxy
     refused, answered = result.outcomes
     assert (refused.action, refused.policy) == ("rewritten", "test-policy")
     assert refused.after == "Here is what I can say in general."
