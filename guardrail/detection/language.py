@@ -8,8 +8,8 @@ phrases matched, when exactly one did.
 
 from __future__ import annotations
 
+import re
 import threading
-import unicodedata
 from collections import Counter
 from collections.abc import Collection, Mapping
 
@@ -30,6 +30,8 @@ SCRIPT_LANGUAGES: Mapping[str, tuple[str, ...]] = {
 }  # fmt: skip
 """Candidate languages per script, most common first; py3langid only chooses among these."""
 
+SAMPLE_CHARS = 600
+"""Enough text to tell languages apart; py3langid walks every byte in Python."""
 MIN_LETTERS = 20
 """Below this many letters a statistical guess is no better than the phrase match."""
 MIN_CONFIDENCE = 0.5
@@ -61,30 +63,20 @@ def _get_identifier() -> LanguageIdentifier:
     return _identifier
 
 
+_SCRIPTS = {
+    "hangul": re.compile("[\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]"),
+    "kana": re.compile("[\u3040-\u30ff]"),
+    "han": re.compile("[\u4e00-\u9fff\u3400-\u4dbf]"),
+    "cyrillic": re.compile("[\u0400-\u04ff]"),
+    "arabic": re.compile("[\u0600-\u06ff\u0750-\u077f]"),
+    "devanagari": re.compile("[\u0900-\u097f]"),
+    "latin": re.compile("[A-Za-z\u00c0-\u024f\u1e00-\u1eff]"),
+}
+
+
 def script_counts(text: str) -> Counter[str]:
-    """Letters per writing system: latin, cyrillic, arabic, devanagari, hangul, kana, han."""
-    counts: Counter[str] = Counter()
-    for char in text:
-        if not char.isalpha():
-            continue
-        code = ord(char)
-        if 0xAC00 <= code <= 0xD7AF or 0x1100 <= code <= 0x11FF or 0x3130 <= code <= 0x318F:
-            counts["hangul"] += 1
-        elif 0x3040 <= code <= 0x30FF:
-            counts["kana"] += 1
-        elif 0x4E00 <= code <= 0x9FFF or 0x3400 <= code <= 0x4DBF:
-            counts["han"] += 1
-        elif 0x0400 <= code <= 0x04FF:
-            counts["cyrillic"] += 1
-        elif 0x0600 <= code <= 0x06FF or 0x0750 <= code <= 0x077F:
-            counts["arabic"] += 1
-        elif 0x0900 <= code <= 0x097F:
-            counts["devanagari"] += 1
-        elif code < 0x0250 or 0x1E00 <= code <= 0x1EFF:
-            counts["latin"] += 1
-        else:
-            counts[unicodedata.name(char, "other").split()[0].lower()] += 1
-    return counts
+    """Characters per writing system: latin, cyrillic, arabic, devanagari, hangul, kana, han."""
+    return Counter({name: len(pattern.findall(text)) for name, pattern in _SCRIPTS.items()})
 
 
 def identify_language(text: str, matched: Collection[str] = ()) -> str:
@@ -93,7 +85,7 @@ def identify_language(text: str, matched: Collection[str] = ()) -> str:
     ``matched`` names the lexicons whose phrases were found in the reply; it breaks ties on
     replies too short for py3langid.
     """
-    sample = text[:2000]
+    sample = text[:SAMPLE_CHARS]
     counts = script_counts(sample)
     letters = sum(counts.values())
     if not letters:

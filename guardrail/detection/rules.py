@@ -10,10 +10,13 @@ short replies; a sentence is tokenized only if it contains a word some phrase re
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import spacy
+from spacy.attrs import IDX, IS_PUNCT, IS_SPACE
 from spacy.language import Language
 from spacy.matcher import PhraseMatcher
 from spacy.tokens import Doc
@@ -89,7 +92,7 @@ class _ScriptMatcher:
         self.anchors: set[str] = set()
         self.unanchored = script is Script.CHAR
         segment_ids: dict[tuple[tuple[str, ...], ...], int] = {}
-        self.phrases: dict[int, list[_Phrase]] = {}
+        entries: list[_Phrase] = []
         for lexicon in lexicons:
             for cue, phrase, opening in iter_phrases(lexicon):
                 compiled = compile_phrase(phrase, script, self.tokens)
@@ -98,10 +101,16 @@ class _ScriptMatcher:
                     ident = segment_ids.setdefault(part.alternatives, len(segment_ids))
                     slots.append((ident, part.optional, part.gap_before))
                 required = frozenset(i for i, optional, _ in slots if not optional)
-                entry = _Phrase((cue, lexicon.lang), opening, tuple(slots), required)
-                self.phrases.setdefault(min(required), []).append(entry)
+                entries.append(_Phrase((cue, lexicon.lang), opening, tuple(slots), required))
                 if not self.unanchored:
                     self._add_anchor(compiled)
+        # Each phrase is looked up under its least shared required segment, so a hit on a
+        # common segment ("i", "es") does not make every phrase containing it a candidate.
+        shared = Counter(ident for entry in entries for ident in entry.required)
+        self.phrases: dict[int, list[_Phrase]] = {}
+        for entry in entries:
+            key = min(entry.required, key=lambda ident: (shared[ident], ident))
+            self.phrases.setdefault(key, []).append(entry)
         for alternatives, ident in segment_ids.items():
             docs = [Doc(self.nlp.vocab, words=list(tokens)) for tokens in alternatives]
             self.matcher.add(str(ident), docs)
@@ -133,25 +142,51 @@ class _ScriptMatcher:
         else:
             self.unanchored = True
 
-    def match(self, text: str) -> list[tuple[Cue, str]]:
-        """(cue, lang) pairs found in one normalised sentence."""
-        if not self.unanchored and not self.anchors.intersection(_WORDS.findall(text.lower())):
-            return []
-        doc = self.nlp.make_doc(text)
-        first = next((t.i for t in doc if not (t.is_punct or t.is_space)), 0)
-        spans: dict[int, list[tuple[int, int]]] = {}
+    def wants(self, text: str) -> bool:
+        """Whether a normalised sentence could hold a phrase: it has this script's letters and
+        at least one anchor word."""
+        pattern = _CHAR_SCRIPT if self.script is Script.CHAR else _WORD_SCRIPT
+        if not pattern.search(text):
+            return False
+        return self.unanchored or bool(self.anchors.intersection(_WORDS.findall(text.lower())))
+
+    def match(self, texts: Sequence[str]) -> list[list[tuple[Cue, str]]]:
+        """(cue, lang) pairs found in each normalised sentence.
+
+        The sentences are tokenized and matched as one document (one call into spaCy rather
+        than one per sentence); a match counts only within the sentence it starts in.
+        """
+        doc = self.nlp.make_doc("\n\n".join(texts))
+        starts = np.cumsum([0] + [len(t) + 2 for t in texts[:-1]])
+        columns = doc.to_array([IDX, IS_PUNCT, IS_SPACE])
+        owner = np.searchsorted(starts, columns[:, 0], side="right") - 1
+        words = np.flatnonzero((columns[:, 1] == 0) & (columns[:, 2] == 0))
+        opened, position = np.unique(owner[words], return_index=True)
+        first = dict(zip(opened.tolist(), words[position].tolist(), strict=True))
+        sentence_of = owner.tolist()
+        spans: list[dict[int, list[tuple[int, int]]]] = [{} for _ in texts]
+        strings = self.nlp.vocab.strings
         for match_id, start, end in self.matcher(doc):
-            spans.setdefault(int(self.nlp.vocab.strings[match_id]), []).append((start, end))
-        found: list[tuple[Cue, str]] = []
-        for ident in spans:
-            for phrase in self.phrases.get(ident, ()):
-                if phrase.required.issubset(spans) and _chained(phrase, spans, first):
-                    found.append(phrase.key)
+            where = sentence_of[start]
+            if sentence_of[end - 1] == where:
+                spans[where].setdefault(int(strings[match_id]), []).append((start, end))
+        found: list[list[tuple[Cue, str]]] = []
+        for where, sentence_spans in enumerate(spans):
+            hits: list[tuple[Cue, str]] = []
+            opening = first.get(where, -1)
+            for ident in sentence_spans:
+                for phrase in self.phrases.get(ident, ()):
+                    if phrase.required.issubset(sentence_spans) and _chained(
+                        phrase, sentence_spans, opening
+                    ):
+                        hits.append(phrase.key)
+            found.append(hits)
         return found
 
 
 def _chained(phrase: _Phrase, spans: dict[int, list[tuple[int, int]]], first: int) -> bool:
-    """Whether the phrase's segments occur in order, each within its gap of the previous one."""
+    """Whether the phrase's segments occur in order, each within its gap of the previous one;
+    ``first`` is the sentence's first word token (where an opening phrase must start)."""
     ends: set[int] = {-1}  # -1: nothing matched yet
     for ident, optional, gap in phrase.segments:
         reached = {
@@ -186,19 +221,21 @@ class RuleMatcher:
 
     def analyse(self, text: str) -> Analysis:
         layout = segment(text)
-        found = []
-        for index, sentence in enumerate(layout.sentences):
-            hits = self.sentence_cues(sentence.normalized)
-            if hits:
-                cues = frozenset(cue for cue, _ in hits)
-                langs = frozenset(lang for _, lang in hits)
-                found.append(SentenceCues(index, sentence, cues, langs))
-        return Analysis(layout, tuple(found))
-
-    def sentence_cues(self, text: str) -> list[tuple[Cue, str]]:
-        hits: list[tuple[Cue, str]] = []
+        hits: dict[int, list[tuple[Cue, str]]] = {}
         for matcher in self._matchers:
-            pattern = _CHAR_SCRIPT if matcher.script is Script.CHAR else _WORD_SCRIPT
-            if pattern.search(text):
-                hits.extend(matcher.match(text))
-        return hits
+            chosen = [i for i, s in enumerate(layout.sentences) if matcher.wants(s.normalized)]
+            if chosen:
+                texts = [layout.sentences[i].normalized for i in chosen]
+                for index, found in zip(chosen, matcher.match(texts), strict=True):
+                    hits.setdefault(index, []).extend(found)
+        sentences = tuple(
+            SentenceCues(
+                index,
+                layout.sentences[index],
+                frozenset(cue for cue, _ in found),
+                frozenset(lang for _, lang in found),
+            )
+            for index, found in sorted(hits.items())
+            if found
+        )
+        return Analysis(layout, sentences)

@@ -172,12 +172,17 @@ def _fit_mlp(X: Matrix, y: npt.NDArray[np.int_], hidden: int, seed: int) -> MLP:
 def _out_of_fold(
     X: Matrix, y: npt.NDArray[np.int_], groups: npt.NDArray[Any], hidden: int, seed: int
 ) -> Matrix:
-    """Logits for every row from models that did not see its group."""
-    from sklearn.model_selection import GroupKFold
+    """Logits for every row from models that did not see its group (or, with a single group,
+    its fold)."""
+    from sklearn.model_selection import GroupKFold, KFold
 
     logits = np.zeros(len(y))
-    folds = min(5, len(set(groups)))
-    for train, test in GroupKFold(n_splits=folds).split(X, y, groups):
+    distinct = len(set(groups))
+    if distinct > 1:
+        folds = GroupKFold(n_splits=min(5, distinct)).split(X, y, groups)
+    else:
+        folds = KFold(n_splits=5, shuffle=True, random_state=seed).split(X, y)
+    for train, test in folds:
         logits[test] = _fit_mlp(X[train], y[train], hidden, seed).logit(X[test])
     return logits
 
