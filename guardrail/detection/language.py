@@ -17,6 +17,8 @@ import numpy as np
 from py3langid.langid import MODEL_DIR, MODEL_FILE, LanguageIdentifier
 from py3langid.modelio import load_model
 
+from guardrail.detection.memory import release_freed_memory
+
 UNDETERMINED = "und"
 
 SCRIPT_LANGUAGES: Mapping[str, tuple[str, ...]] = {
@@ -30,7 +32,7 @@ SCRIPT_LANGUAGES: Mapping[str, tuple[str, ...]] = {
 }  # fmt: skip
 """Candidate languages per script, most common first; py3langid only chooses among these."""
 
-SAMPLE_CHARS = 600
+SAMPLE_CHARS = 300
 """Enough text to tell languages apart; py3langid walks every byte in Python."""
 MIN_LETTERS = 20
 """Below this many letters a statistical guess is no better than the phrase match."""
@@ -60,6 +62,7 @@ def _get_identifier() -> LanguageIdentifier:
                 norm_probs=True,
                 tk_row=row,
             )
+            release_freed_memory()
     return _identifier
 
 

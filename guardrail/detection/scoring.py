@@ -46,14 +46,19 @@ class Scorer:
         self.gate = gate
         """``False`` sends every covered reply to the full head (to measure what gating costs)."""
 
-    def needs_embedding(self, features: Matrix, langs: list[str]) -> npt.NDArray[np.bool_]:
-        """Which replies the full head should see: covered language, rules head unsure."""
+    def needs_embedding(
+        self, features: Matrix, langs: list[str], rules: Matrix | None = None
+    ) -> npt.NDArray[np.bool_]:
+        """Which replies the full head should see: covered language, rules head unsure.
+
+        ``rules``: the rules head's refusal probabilities, when already computed."""
         covered = np.asarray([self.weights.embedding.covers(lang) for lang in langs], dtype=bool)
         if not self.use_embeddings:
             return np.zeros(len(langs), dtype=bool)
         if not self.gate:
             return covered
-        rules = self.weights.heads["rules"]["refusal"].probability(features)
+        if rules is None:
+            rules = self.weights.heads["rules"]["refusal"].probability(features)
         low, high = self.weights.thresholds.rules_low, self.weights.thresholds.rules_high
         return covered & (rules > low) & (rules < high)
 
@@ -67,7 +72,7 @@ class Scorer:
         refusal = heads["rules"]["refusal"].probability(features)
         partial = heads["rules"]["partial"].probability(features)
         partial_cut = np.full(len(refusal), thresholds.partial_rules)
-        deep = self.needs_embedding(features, langs)
+        deep = self.needs_embedding(features, langs, refusal)
         if deep.any():
             if embeddings is None:
                 raise ValueError("embeddings are needed for replies the rules head is unsure of")
