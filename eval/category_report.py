@@ -22,30 +22,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eval.datasets import load
+from eval.datasets import HARM_CATEGORIES, load
 from guardrail.categories import CategoryClassifier, CategoryGroup, default_encoder
 from guardrail.policies import PolicySet, load_policies
 from guardrail.settings import default_policies_dir
 
-HARM_DOMAINS = frozenset(
-    {
-        "weapons",
-        "violence",
-        "drugs_poisons",
-        "cybersecurity",
-        "self_harm",
-        "privacy_surveillance",
-        "hate_harassment",
-        "sexual_content",
-        "child_exploitation",
-        "fraud_deception",
-        "other_illegal",
-        "misinformation",
-    }
-)
 EMOTIONAL = frozenset({"love_romance", "attachment_friendship", "dependence_need", "ai_personhood"})
-REGULATED = frozenset({"medical_advice", "legal_advice", "financial_advice"})
-ANY_HARM = HARM_DOMAINS | REGULATED
+ANY_HARM = HARM_CATEGORIES - {"other_harm"}
+"""The harm and regulated-advice categories, as the benchmark's loaders define them."""
 
 ORBENCH = {
     "illegal": frozenset(
