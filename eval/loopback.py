@@ -63,12 +63,19 @@ class StubUpstream:
     """An OpenAI-compatible chat server with scripted replies."""
 
     def __init__(
-        self, script: Script | None = None, *, by_prompt: Mapping[str, Script] | None = None
+        self,
+        script: Script | None = None,
+        *,
+        by_prompt: Mapping[str, Script] | None = None,
+        instructed: Script | None = None,
     ) -> None:
         self.script = script or Script()
         """The reply to any prompt not in ``by_prompt``."""
         self.by_prompt = dict(by_prompt or {})
         """Replies chosen by the last message's text, for clients in other processes."""
+        self.instructed = instructed
+        """The reply to requests that open with a system message (a rewrite model's calls do,
+        while the test clients' do not); ``None`` answers them like any other."""
         self.records: list[Record] = []
         self.app: ASGIApp = Starlette(
             routes=[
@@ -83,6 +90,8 @@ class StubUpstream:
         self.records.append(record)
         messages = body.get("messages") or [{}]
         script = self.by_prompt.get(str(messages[-1].get("content")), self.script)
+        if self.instructed is not None and messages[0].get("role") == "system":
+            script = self.instructed
         if script.delay_s:
             await asyncio.sleep(script.delay_s)
         if script.status != 200:

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from guardrail.categories import (
     SENSITIVE_GROUPS,
     CategoryClassifier,
@@ -44,6 +46,7 @@ from guardrail.rewriting import (
 from guardrail.rewriting.language import UNDETERMINED
 from guardrail.rewriting.model import Completion
 from guardrail.settings import GuardrailSettings
+from guardrail.store import CachedRewrite, EmbeddingCache, RewriteCache, Store, rewrite_key
 from guardrail.types import Action, CategoryScore, Decision, Detection, Message, last_user_text
 
 logger = logging.getLogger("guardrail")
@@ -104,10 +107,13 @@ class Guardrail:
         upstream: Mapping[str, Any] | None = None,
         completion: Completion | None = None,
         cache_dir: Path | None = None,
+        store: Store | None = None,
+        cache_rewrites: bool = True,
     ) -> None:
         """``upstream``: litellm options (``api_base``, ``api_key``...) for ``rewrite_model:
         upstream``; ``encoder=None`` categorises with keyword rules only; ``cache_dir`` keeps
-        exemplar embeddings between runs."""
+        exemplar embeddings between runs; ``store`` (see :meth:`attach_store`) caches
+        rewrites and request embeddings."""
         self._store = policies if isinstance(policies, PolicyStore) else None
         self._static = policies if isinstance(policies, PolicySet) else None
         self.detector = detector if detector is not None else _default_detector()
@@ -116,7 +122,12 @@ class Guardrail:
         self._upstream = dict(upstream or {})
         self._completion = completion
         self._cache_dir = cache_dir
+        self._cache_rewrites = cache_rewrites
         self._runtime: _Runtime | None = None
+        self._rewrites: RewriteCache | None = None
+        self._embeddings: EmbeddingCache | None = None
+        if store is not None:
+            self.attach_store(store)
 
     @classmethod
     def from_settings(
@@ -126,23 +137,34 @@ class Guardrail:
         detector: RefusalDetector | None = None,
         upstream: Mapping[str, Any] | None = None,
         completion: Completion | None = None,
+        store: Store | None = None,
     ) -> Guardrail:
         """The factory front doors use. Raises :class:`~guardrail.policies.PolicyError` with
         every problem when the policy files are invalid."""
         settings = settings or GuardrailSettings()
-        store = PolicyStore(settings.policies_dir, interval=settings.policy_reload_seconds)
+        policies = PolicyStore(settings.policies_dir, interval=settings.policy_reload_seconds)
         encoder: Encoder | None = None
         if settings.embeddings:
             encoder = default_encoder()
         return cls(
-            store,
+            policies,
             detector=detector,
             encoder=encoder,
             rewrite_timeout=settings.rewrite_timeout_seconds,
             upstream=upstream,
             completion=completion,
             cache_dir=settings.cache_dir,
+            store=store,
+            cache_rewrites=settings.cache_rewrites,
         )
+
+    def attach_store(self, store: Store) -> None:
+        """Cache finished rewrites and request embeddings in ``store`` (shared across workers
+        when it is Redis). The same request, reply, policy version and model then get the
+        cached rewrite without a model call."""
+        self._rewrites = RewriteCache(store) if self._cache_rewrites else None
+        if self._encoder is not None:
+            self._embeddings = EmbeddingCache(store, f"{self._encoder.name}/category-query")
 
     @property
     def policies(self) -> PolicySet:
@@ -253,7 +275,8 @@ class Guardrail:
         client_key: str | None,
         streamed: bool,
     ) -> Trace:
-        evidence = await asyncio.to_thread(runtime.classifier.explain, messages)
+        lookups: dict[str, str] = {}
+        evidence = await self._categorise(runtime, messages, lookups)
         categories = evidence.scores
         lang = detect_language(request)
         if lang == UNDETERMINED:
@@ -265,7 +288,7 @@ class Guardrail:
         )
         clock.mark("match")
         policy = selection.policy
-        base: dict[str, Any] = {"before": detection, "categories": categories}
+        base: dict[str, Any] = {"before": detection, "categories": categories, "cache": lookups}
         if policy is None:
             decision = Decision(
                 Action.PASS, None, reason=selection.reason, timings_ms=clock.done(), **base
@@ -305,6 +328,25 @@ class Guardrail:
                 **base,
             )
             return Trace(decision, detection, lang, evidence, selection, source="compose")
+        key = rewrite_key(messages, reply, policy.name, runtime.policies.version, model)
+        cached = await self._rewrites.get(key) if self._rewrites is not None else None
+        if cached is not None:
+            lookups["rewrite"] = "hit"
+            after = self.detector.detect(cached.text, prompt=request)
+            clock.mark("rewrite")
+            reason = f"{selection.reason}; rewrite from cache"
+            decision = Decision(
+                cached.action,
+                cached.text,
+                policy.name,
+                reason,
+                after=after,
+                timings_ms=clock.done(),
+                **base,
+            )
+            return Trace(decision, detection, lang, evidence, selection, source=cached.source)
+        if self._rewrites is not None:
+            lookups["rewrite"] = "miss"
         result = await runtime.rewriter.rewrite(job)
         clock.mark("rewrite")
         if result.text is None:
@@ -313,6 +355,9 @@ class Guardrail:
             action = Action.KEPT
         else:
             action = Action.REWRITTEN
+        if self._rewrites is not None and result.text is not None and not result.problems:
+            # A rewrite that needed a fallback is not kept: the next identical request retries.
+            await self._rewrites.put(key, CachedRewrite(result.text, action, result.source.value))
         reason = selection.reason
         if result.problems:
             fallback = "kept the original" if result.source is Source.ORIGINAL else "composed"
@@ -330,6 +375,25 @@ class Guardrail:
         return Trace(
             decision, detection, lang, evidence, selection, result.problems, result.source.value
         )
+
+    async def _categorise(
+        self, runtime: _Runtime, messages: Sequence[Message], lookups: dict[str, str]
+    ) -> CategoryEvidence:
+        """The request's categories, its embedding taken from the caches when it is there."""
+        query = runtime.classifier.query(messages)
+        encoder, shared = self._encoder, self._embeddings
+        if encoder is None or not query.strip():
+            return await asyncio.to_thread(runtime.classifier.explain, messages)
+        if encoder.get(query) is None and shared is not None:
+            (found,) = await shared.get_many([query])
+            if found is not None:
+                encoder.remember([query], found[np.newaxis])
+        lookups["embedding"] = "hit" if encoder.get(query) is not None else "miss"
+        evidence = await asyncio.to_thread(runtime.classifier.explain, messages)
+        vector = encoder.get(query)
+        if lookups["embedding"] == "miss" and shared is not None and vector is not None:
+            await shared.put_many([query], vector[np.newaxis])
+        return evidence
 
     def _late(
         self,

@@ -40,3 +40,6 @@ class GuardrailSettings(BaseSettings):
     rewrite_timeout_seconds: float = Field(default=30.0, gt=0)
     cache_dir: Path | None = Field(default_factory=default_cache_dir)
     """Exemplar embeddings are cached here; ``None`` keeps nothing on disk."""
+    cache_rewrites: bool = True
+    """Reuse the rewrite of an identical request, reply, policy version and model from the
+    store (off: every refusal is rewritten afresh, e.g. for sampled variety)."""

@@ -140,6 +140,9 @@ class Decision:
     """For a streamed reply whose refusal shows only after it was passed through: text to append."""
     usage: Usage = field(default_factory=Usage)
     timings_ms: Mapping[str, float] = field(default_factory=dict)
+    cache: Mapping[str, str] = field(default_factory=dict)
+    """The caches this review consulted and how each answered: ``{"rewrite": "hit"}``,
+    ``{"embedding": "miss"}``; empty when none was."""
 
     @property
     def changed(self) -> bool:

@@ -60,14 +60,16 @@ def create_app(
     """The proxy for ``settings``; ``guardrail`` defaults to :func:`build_guardrail`.
 
     ``store`` defaults to one opened from ``settings.redis_url`` and closed at shutdown; a store
-    passed in stays open, as its owner may share it.
+    passed in stays open, as its owner may share it. The pipeline caches rewrites in it.
     """
     pipeline = guardrail if guardrail is not None else build_guardrail(settings)
     upstream = Upstream(settings)
     window = DecisionWindow.from_settings(settings)
-    keys = settings.client_keys()
+    keys = settings.client_key_digests()
+    metrics_keys = settings.metrics_key_digests()
     owns_store = store is None
     state_store = store if store is not None else open_store(settings.redis_url)
+    pipeline.attach_store(state_store)
     metrics = ProxyMetrics(state_store)
     accounting = Accounting(
         state_store,
@@ -117,6 +119,9 @@ def create_app(
             metrics.upstream_errors.labels(status=str(from_exception(exc).status)).inc()
             raise
 
+    def count_stream_error(error: Exception) -> None:
+        metrics.stream_errors.labels(status=str(from_exception(error).status)).inc()
+
     @app.post("/v1/chat/completions", openapi_extra=chat_request_openapi())
     async def chat_completions(request: Request) -> Response:
         client_key = authenticate(request.headers.get("authorization"), keys)
@@ -139,6 +144,7 @@ def create_app(
                 review=review,
                 window=window,
                 include_usage=chat.include_usage,
+                on_error=count_stream_error,
             )
             decision = await stream.decide()
             return stream.response(guardrail_headers([decision]))
@@ -156,7 +162,8 @@ def create_app(
         return JSONResponse({"object": "list", "data": await upstream.list_models()})
 
     @app.get("/metrics")
-    async def metrics_endpoint() -> Response:
+    async def metrics_endpoint(request: Request) -> Response:
+        authenticate(request.headers.get("authorization"), metrics_keys)
         return Response(await metrics.render(), media_type=CONTENT_TYPE)
 
     @app.get("/healthz")

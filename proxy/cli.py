@@ -157,6 +157,27 @@ def policies_check(
     )
 
 
+@app.command("hash-key")
+def hash_key(
+    key: Annotated[
+        str | None,
+        typer.Argument(help="The key; read from standard input when omitted (no shell history)."),
+    ] = None,
+) -> None:
+    """Print a key's sha256: form, to list in GUARDRAIL_API_KEYS or metrics_keys instead."""
+    import sys
+
+    from proxy.auth import hash_key as digest_form
+
+    if key is None:
+        key = typer.prompt("key", hide_input=True) if sys.stdin.isatty() else sys.stdin.readline()
+    key = key.strip()
+    if not key:
+        typer.echo("error: the key is empty", err=True)
+        raise typer.Exit(2)
+    typer.echo(digest_form(key))
+
+
 @app.command()
 def explain(
     prompt: Annotated[str, typer.Option(help="The user's request.")],

@@ -25,6 +25,8 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, SettingsConfigDict
 
+from proxy.auth import key_digests
+
 CONFIG_ENV = "GUARDRAIL_CONFIG"
 """Names the YAML file when no path is given, so that every uvicorn worker loads the same file."""
 
@@ -85,7 +87,10 @@ class ProxySettings(BaseSettings):
     policies: Path | None = None
     """Policy directory; ``None`` uses the bundled policies."""
     api_keys: Annotated[tuple[SecretStr, ...], NoDecode] = ()
-    """Client keys accepted as ``Authorization: Bearer``; empty means no authentication."""
+    """Client keys accepted as ``Authorization: Bearer``, in clear or as ``sha256:<hex>``
+    (``guardrail hash-key``); empty means no authentication."""
+    metrics_keys: Annotated[tuple[SecretStr, ...], NoDecode] = ()
+    """Keys a scraper must present to read ``/metrics`` (same forms); empty leaves it open."""
     redis_url: str | None = Field(
         default=None, validation_alias=AliasChoices("redis_url", "REDIS_URL")
     )
@@ -112,11 +117,17 @@ class ProxySettings(BaseSettings):
     stream_fast_pass: bool = True
     """Pass a stream at once when its first word cannot open a refusal."""
 
-    @field_validator("api_keys", mode="before")
+    @field_validator("api_keys", "metrics_keys", mode="before")
     @classmethod
     def _split_keys(cls, value: Any) -> Any:
         if isinstance(value, str):
             return tuple(key.strip() for key in value.split(",") if key.strip())
+        return value
+
+    @field_validator("api_keys", "metrics_keys")
+    @classmethod
+    def _check_hashed_keys(cls, value: tuple[SecretStr, ...]) -> tuple[SecretStr, ...]:
+        key_digests(key.get_secret_value() for key in value)
         return value
 
     @model_validator(mode="after")
@@ -132,8 +143,11 @@ class ProxySettings(BaseSettings):
             raise ValueError(f"model_list names must be unique; repeated: {duplicates}")
         return self
 
-    def client_keys(self) -> tuple[bytes, ...]:
-        return tuple(key.get_secret_value().encode() for key in self.api_keys)
+    def client_key_digests(self) -> tuple[bytes, ...]:
+        return key_digests(key.get_secret_value() for key in self.api_keys)
+
+    def metrics_key_digests(self) -> tuple[bytes, ...]:
+        return key_digests(key.get_secret_value() for key in self.metrics_keys)
 
 
 def load_settings(config_file: Path | None = None) -> ProxySettings:

@@ -77,6 +77,19 @@ class ProxyMetrics:
             ["status"],
             registry=self.registry,
         )
+        self.cache_lookups = Counter(
+            "guardrail_cache_lookups",
+            "Rewrite and request-embedding cache lookups, by cache and result (hit or miss).",
+            ["cache", "result"],
+            registry=self.registry,
+        )
+        self.stream_errors = Counter(
+            "guardrail_upstream_stream_errors",
+            "Streams the upstream broke after the response began (ended with an error event), "
+            "by the status the error event carries.",
+            ["status"],
+            registry=self.registry,
+        )
         self.rate_limited = Counter(
             "guardrail_rate_limited",
             "Requests refused with 429 by the per-client rate limit.",
@@ -94,6 +107,8 @@ class ProxyMetrics:
             ).inc()
         if decision.action is Action.FALLBACK:
             self.fallbacks.labels(policy=decision.policy or "none").inc()
+        for cache, result in decision.cache.items():
+            self.cache_lookups.labels(cache=cache, result=result).inc()
 
     async def render(self) -> bytes:
         """The exposition text, with the shared counters read from the store now."""

@@ -15,7 +15,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -127,7 +127,10 @@ class GuardedStream:
         review: Review,
         window: DecisionWindow,
         include_usage: bool,
+        on_error: Callable[[Exception], None] | None = None,
     ) -> None:
+        """``on_error`` hears of every upstream failure that ends the stream with an error
+        event (the response has started, so it is the only place the failure is counted)."""
         self._reader = _Reader(source)
         self._reviewer = review
         self._window = window
@@ -140,7 +143,8 @@ class GuardedStream:
         self._decision: Decision | None = None
         self._ended = False
         self._reviewed_in_full = False
-        self._error: BaseException | None = None
+        self._error: Exception | None = None
+        self._on_error = on_error
 
     async def decide(self) -> Decision:
         """Read until the decision window closes; the result goes into the response headers."""
@@ -182,7 +186,7 @@ class GuardedStream:
                 yield sse(chunk)
             self._buffer.clear()
             if self._error is not None:
-                yield sse(from_exception(self._error).body())
+                yield self._error_event(self._error)
                 yield DONE
                 return
             while not self._ended:
@@ -199,10 +203,15 @@ class GuardedStream:
                 yield sse(self._with_extra_usage(chunk))
             yield DONE
         except Exception as exc:
-            yield sse(from_exception(exc).body())
+            yield self._error_event(exc)
             yield DONE
         finally:
             await self._reader.aclose()
+
+    def _error_event(self, error: Exception) -> bytes:
+        if self._on_error is not None:
+            self._on_error(error)
+        return sse(from_exception(error).body())
 
     async def _watch_opening(self) -> Decision:
         started: float | None = None

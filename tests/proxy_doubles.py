@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from guardrail import Guardrail
+from guardrail.store import Store
 from guardrail.types import Action, Decision, Message, Usage
 
 REFUSAL_OPENING = "I'm sorry, but I can't"
@@ -41,6 +42,10 @@ class ScriptedGuardrail(Guardrail):
     calls: list[ReviewCall] = field(default_factory=list)
     fail: bool = False
     warmed: bool = False
+    store: Store | None = None
+
+    def attach_store(self, store: Store) -> None:
+        self.store = store
 
     def warm_up(self) -> None:
         if self.fail:

@@ -122,3 +122,15 @@ def test_exemplar_embeddings_are_cached_on_disk(tmp_path: Path) -> None:
     extended = {**TOY, "weapons": TOY["weapons"].model_copy(update={"exemplars": ["gun c"]})}
     ExemplarIndex(extended, counting, cache_dir=tmp_path)
     assert calls == [4, 1, 3], "one query, then the changed set embedded again"
+
+
+def test_the_query_is_the_latest_turn_with_the_previous_one_when_short() -> None:
+    classifier = CategoryClassifier(TOY)
+    long_turn = "Tell me everything about the history of bread baking in France"
+    assert classifier.query([{"role": "user", "content": long_turn}]) == long_turn
+    conversation = [
+        {"role": "user", "content": "Where can I buy a gun?"},
+        {"role": "assistant", "content": "I can't help with that."},
+        {"role": "user", "content": "Why not?"},
+    ]
+    assert classifier.query(conversation) == "Where can I buy a gun?\nWhy not?"

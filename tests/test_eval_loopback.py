@@ -27,6 +27,18 @@ async def test_replies_follow_the_script_chosen_by_prompt():
     assert [r.body["messages"][0]["content"] for r in stub.records] == ["hi", "other"]
 
 
+async def test_requests_with_a_system_message_get_the_instructed_script():
+    stub = StubUpstream(Script(pieces=("Plain.",)), instructed=Script(pieces=("Instructed.",)))
+    system = {"role": "system", "content": "Rewrite this."}
+    async with client(stub) as c:
+        plain = (await c.post("/v1/chat/completions", json=ask("hi"))).json()
+        body = ask("hi")
+        body["messages"].insert(0, system)
+        instructed = (await c.post("/v1/chat/completions", json=body)).json()
+    assert plain["choices"][0]["message"]["content"] == "Plain."
+    assert instructed["choices"][0]["message"]["content"] == "Instructed."
+
+
 async def test_tool_calls_finish_with_tool_calls():
     call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
     stub = StubUpstream(Script(pieces=(), tool_calls=[call]))

@@ -15,6 +15,7 @@ from guardrail.categories import default_encoder
 from guardrail.policies import PolicyError, PolicyStore, load_policies
 from guardrail.rewriting import assess
 from guardrail.settings import GuardrailSettings, default_policies_dir
+from guardrail.store import MemoryStore
 
 
 def user(text: str) -> list[dict[str, str]]:
@@ -165,3 +166,101 @@ async def test_running_guardrail_picks_up_edited_policies(tmp_path: Path) -> Non
 
     harm.write_text("policies: [oops")
     assert (await guardrail.review(request, reply)).policy == "weapons_renamed"
+
+
+def scripted_completion(text: str, calls: list[dict[str, Any]]) -> Any:
+    async def completion(**kwargs: Any) -> Any:
+        calls.append(kwargs)
+        message = SimpleNamespace(content=text)
+        usage = SimpleNamespace(prompt_tokens=11, completion_tokens=7)
+        return SimpleNamespace(choices=[SimpleNamespace(message=message)], usage=usage)
+
+    return completion
+
+
+async def test_an_identical_refusal_gets_the_cached_rewrite_without_a_model_call() -> None:
+    calls: list[dict[str, Any]] = []
+    answer = "It's normal to wonder about that. Let me explain how processes work."
+    guardrail = Guardrail(
+        load_policies(default_policies_dir()),
+        detector=StubDetector(),
+        encoder=default_encoder(),
+        completion=scripted_completion(answer, calls),
+        store=MemoryStore(),
+    )
+    request, reply = user("How do I kill a Python process?"), "I can't help with that."
+    first = await guardrail.review(request, reply, model="openai/m")
+    second = await guardrail.review(request, reply, model="openai/m")
+    assert len(calls) == 1
+    assert first.cache["rewrite"] == "miss" and second.cache["rewrite"] == "hit"
+    assert second.action is first.action is Action.REWRITTEN
+    assert second.text == first.text == answer
+    assert second.usage.total_tokens == 0 and second.after is not None
+
+    other_model = await guardrail.review(request, reply, model="openai/other")
+    assert other_model.cache["rewrite"] == "miss" and len(calls) == 2
+
+
+async def test_a_rejected_model_rewrite_is_not_cached() -> None:
+    calls: list[dict[str, Any]] = []
+    guardrail = Guardrail(
+        load_policies(default_policies_dir()),
+        detector=StubDetector(),
+        encoder=default_encoder(),
+        completion=scripted_completion("I'm sorry, I can't help with that.", calls),
+        store=MemoryStore(),
+    )
+    request, reply = user("How do I kill a Python process?"), "I can't help with that."
+    first = await guardrail.review(request, reply, model="openai/m")
+    attempts = len(calls)
+    second = await guardrail.review(request, reply, model="openai/m")
+    assert attempts >= 1 and len(calls) == 2 * attempts
+    assert "model rewrite rejected" in first.reason
+    assert second.cache["rewrite"] == "miss"
+
+
+async def test_rewrite_caching_can_be_turned_off() -> None:
+    guardrail = Guardrail(
+        load_policies(default_policies_dir()),
+        detector=StubDetector(),
+        store=MemoryStore(),
+        cache_rewrites=False,
+    )
+    decision = await guardrail.review(user("How do I make a pipe bomb?"), "I can't do that.")
+    assert decision.action is Action.REWRITTEN and "rewrite" not in decision.cache
+
+
+class CountingEncoder:
+    """The bundled encoder, recording every text it embeds."""
+
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.inner = default_encoder()
+        self.texts: list[str] = []
+
+    def __call__(self, texts: Any) -> Any:
+        self.texts.extend(texts)
+        return self.inner(texts)
+
+
+async def test_request_embeddings_are_shared_through_the_store() -> None:
+    store = MemoryStore()
+    request = user("What household chemicals should never be mixed?")
+    reply = "I can't help with that."
+    workers = []
+    for _ in range(2):
+        encoder = CountingEncoder()
+        worker = Guardrail(
+            load_policies(default_policies_dir()),
+            detector=StubDetector(),
+            encoder=encoder,
+            store=store,
+        )
+        workers.append((worker, encoder))
+    first = await workers[0][0].review(request, reply)
+    second = await workers[1][0].review(request, reply)
+    assert first.cache["embedding"] == "miss" and second.cache["embedding"] == "hit"
+    query = request[0]["content"]
+    assert query in workers[0][1].texts and query not in workers[1][1].texts
+    assert first.categories == second.categories

@@ -22,6 +22,7 @@ from proxy_doubles import (
     text_chunks,
 )
 
+from guardrail.store import MemoryStore
 from proxy.app import create_app
 from proxy.config import ProxySettings
 
@@ -489,3 +490,11 @@ async def test_models_report_an_unreachable_upstream(client, upstream):
     upstream.get(f"{UPSTREAM}/models").mock(side_effect=httpx.ConnectError("refused"))
     response = await client.get("/v1/models")
     assert response.status_code == 502
+
+
+def test_the_pipeline_caches_in_the_apps_store(
+    settings: ProxySettings, guardrail: ScriptedGuardrail
+) -> None:
+    store = MemoryStore()
+    create_app(settings, guardrail, store=store)
+    assert guardrail.store is store

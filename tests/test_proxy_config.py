@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from proxy.auth import hash_key, key_digests
 from proxy.config import ConfigError, LitellmParams, ProxySettings, load_settings
 
 
@@ -14,6 +15,7 @@ def clean_environment(monkeypatch):
     for name in (
         "GUARDRAIL_UPSTREAM_BASE_URL",
         "GUARDRAIL_API_KEYS",
+        "GUARDRAIL_METRICS_KEYS",
         "GUARDRAIL_CONFIG",
         "GUARDRAIL_PORT",
         "REDIS_URL",
@@ -41,7 +43,7 @@ def test_the_file_gives_values_and_the_environment_overrides_them(tmp_path, monk
     assert settings.port == 9100
     assert settings.stream_window_ms == 50
     assert settings.redis_url == "redis://127.0.0.1:6379/0"
-    assert settings.client_keys() == (b"alpha", b"beta")
+    assert settings.client_key_digests() == key_digests(["alpha", "beta"])
 
 
 def test_the_environment_alone_is_enough(monkeypatch):
@@ -49,8 +51,24 @@ def test_the_environment_alone_is_enough(monkeypatch):
     monkeypatch.setenv("GUARDRAIL_API_KEYS", "one, two ,,three")
     settings = load_settings()
     assert settings.upstream_base_url == "http://env.test/v1"
-    assert settings.client_keys() == (b"one", b"two", b"three")
+    assert settings.client_key_digests() == key_digests(["one", "two", "three"])
     assert settings.policies is None
+
+
+def test_hashed_keys_stand_for_the_keys_they_hash(monkeypatch):
+    monkeypatch.setenv("GUARDRAIL_UPSTREAM_BASE_URL", "http://env.test/v1")
+    monkeypatch.setenv("GUARDRAIL_API_KEYS", f"plain,{hash_key('hidden')}")
+    monkeypatch.setenv("GUARDRAIL_METRICS_KEYS", hash_key("scraper"))
+    settings = load_settings()
+    assert settings.client_key_digests() == key_digests(["plain", "hidden"])
+    assert settings.metrics_key_digests() == key_digests(["scraper"])
+
+
+def test_a_malformed_hashed_key_is_a_config_error(monkeypatch):
+    monkeypatch.setenv("GUARDRAIL_UPSTREAM_BASE_URL", "http://env.test/v1")
+    monkeypatch.setenv("GUARDRAIL_API_KEYS", "sha256:abc")
+    with pytest.raises(ConfigError, match=r"api_keys.*64 hexadecimal digits"):
+        load_settings()
 
 
 def test_the_config_file_can_be_named_by_the_environment(tmp_path, monkeypatch):

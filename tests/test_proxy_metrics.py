@@ -13,6 +13,7 @@ from proxy_doubles import ScriptedGuardrail, completion
 from guardrail.store import MemoryStore
 from guardrail.types import Action, Decision, Detection, Label3, Strategy
 from proxy.app import create_app
+from proxy.auth import hash_key
 from proxy.config import ProxySettings
 from proxy.metrics import ProxyMetrics
 
@@ -100,6 +101,18 @@ def test_decisions_are_counted_by_strategy_policy_action_and_language() -> None:
     )
 
 
+def test_cache_lookups_are_counted_by_cache_and_result() -> None:
+    metrics = ProxyMetrics(MemoryStore())
+    metrics.observe_decision(
+        Decision(Action.REWRITTEN, "x", cache={"embedding": "hit", "rewrite": "miss"})
+    )
+    metrics.observe_decision(Decision(Action.REWRITTEN, "x", cache={"rewrite": "hit"}))
+    value = metrics.registry.get_sample_value
+    assert value("guardrail_cache_lookups_total", {"cache": "rewrite", "result": "hit"}) == 1
+    assert value("guardrail_cache_lookups_total", {"cache": "rewrite", "result": "miss"}) == 1
+    assert value("guardrail_cache_lookups_total", {"cache": "embedding", "result": "hit"}) == 1
+
+
 async def test_shared_counters_with_labels_are_read_from_the_store_at_scrape_time() -> None:
     store = MemoryStore()
     metrics = ProxyMetrics(store)
@@ -109,6 +122,19 @@ async def test_shared_counters_with_labels_are_read_from_the_store_at_scrape_tim
     second = samples((await metrics.render()).decode())
     key = ("guardrail_shared_rewrites_total", (("action", "rewritten"), ("policy", "p")))
     assert (first[key], second[key]) == (3, 4)
+
+
+async def test_metrics_need_a_metrics_key_when_one_is_configured() -> None:
+    settings = ProxySettings(upstream_base_url=UPSTREAM, metrics_keys=(hash_key("scraper"),))
+    app = create_app(settings, ScriptedGuardrail(), store=MemoryStore())
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://proxy.test") as client:
+        refused = await client.get("/metrics")
+        wrong = await client.get("/metrics", headers={"authorization": "Bearer client"})
+        allowed = await client.get("/metrics", headers={"authorization": "Bearer scraper"})
+    assert refused.status_code == wrong.status_code == 401
+    assert refused.json()["error"]["code"] == "invalid_api_key"
+    assert allowed.status_code == 200 and "guardrail_store_degraded" in allowed.text
 
 
 def test_each_app_has_its_own_registry() -> None:

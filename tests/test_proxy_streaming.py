@@ -67,12 +67,14 @@ async def run(
     *,
     window: DecisionWindow | None = None,
     include_usage: bool = False,
+    errors: list[Exception] | None = None,
 ) -> tuple[Any, list[Any]]:
     stream = GuardedStream(
         source,
         review=bind_review(guardrail, USER, model="m", client_key=None),
         window=window or DecisionWindow(),
         include_usage=include_usage,
+        on_error=errors.append if errors is not None else None,
     )
     decision = await stream.decide()
     body = b"".join([part async for part in stream.events()])
@@ -261,7 +263,9 @@ async def test_several_choices_pass_and_each_is_reviewed_at_the_end():
 async def test_an_upstream_error_mid_stream_ends_with_an_error_event():
     chunks = text_chunks(["To", " do", " this,", " first", " check."])
     source = ScriptedSource(chunks, fail_after=4)
-    _decision, events = await run(source, ScriptedGuardrail())
+    errors: list[Exception] = []
+    _decision, events = await run(source, ScriptedGuardrail(), errors=errors)
+    assert len(errors) == 1
     assert events[:4] == chunks[:4]
     assert events[-1] == "[DONE]"
     error = events[-2]["error"]
@@ -272,7 +276,9 @@ async def test_an_upstream_error_mid_stream_ends_with_an_error_event():
 
 async def test_an_upstream_error_inside_the_window_still_answers_in_stream():
     source = ScriptedSource(text_chunks(["I", " was", " saying"]), fail_after=2)
-    decision, events = await run(source, ScriptedGuardrail())
+    errors: list[Exception] = []
+    decision, events = await run(source, ScriptedGuardrail(), errors=errors)
+    assert len(errors) == 1
     assert decision.action is Action.PASS
     assert events[:2] == source.chunks[:2]
     assert "error" in events[-2]

@@ -29,3 +29,17 @@ async def test_shape_mismatch_is_a_clear_error() -> None:
         await cache.put_many(["a", "b"], np.ones((3, 4)))
     with pytest.raises(ValueError, match="one vector per text"):
         await cache.put_many(["a"], np.ones(4))
+
+
+class BrokenStore(MemoryStore):
+    async def get_embeddings(self, keys: object) -> list[bytes | None]:
+        raise ConnectionError("store down")
+
+    async def set_embeddings(self, items: object) -> None:
+        raise ConnectionError("store down")
+
+
+async def test_a_failing_store_reads_as_misses_and_never_raises() -> None:
+    cache = EmbeddingCache(BrokenStore(), "m")
+    await cache.put_many(["a"], np.ones((1, 4)))
+    assert await cache.get_many(["a", "b"]) == [None, None]

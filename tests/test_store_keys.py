@@ -25,9 +25,10 @@ def test_rewrite_key_changes_with_each_input() -> None:
         rewrite_key(MESSAGES, REPLY + " ", "default", "3"),
         rewrite_key(MESSAGES, REPLY, "medical", "3"),
         rewrite_key(MESSAGES, REPLY, "default", "4"),
+        rewrite_key(MESSAGES, REPLY, "default", "3", "gpt-4o"),
     }
     assert base not in others
-    assert len(others) == 4
+    assert len(others) == 5
 
 
 def test_rewrite_key_has_no_field_boundary_ambiguity() -> None:

@@ -85,23 +85,25 @@ class CategoryClassifier:
             for (query, hits, keyword_scores), embedding in zip(prepared, embedded, strict=True)
         ]
 
+    def query(self, messages: Sequence[Message]) -> str:
+        """The text that is embedded for ``messages``: the latest user turn, preceded by the one
+        before it when the latest is short (a follow-up like "and how?")."""
+        latest, earlier = _user_turns(messages)
+        if earlier and len(latest.split()) < SHORT_TURN_WORDS:
+            return f"{earlier[-1]}\n{latest}"
+        return latest
+
     def _keywords(
         self, messages: Sequence[Message]
     ) -> tuple[str, dict[str, list[str]], dict[str, float]]:
-        turns = [content_text(m.get("content")) for m in messages if m.get("role") == "user"] or [
-            ""
-        ]
-        latest, earlier = turns[-1], turns[:-1]
+        latest, earlier = _user_turns(messages)
         hits = self._rules.hits(latest)
         scores = {name: keyword_confidence(len(rules)) for name, rules in hits.items()}
         for turn in earlier:
             for name, rules in self._rules.hits(turn).items():
                 context = CONTEXT_WEIGHT * keyword_confidence(len(rules))
                 scores[name] = max(scores.get(name, 0.0), context)
-        query = latest
-        if earlier and len(latest.split()) < SHORT_TURN_WORDS:
-            query = f"{earlier[-1]}\n{latest}"
-        return query, hits, scores
+        return self.query(messages), hits, scores
 
     def _combine(
         self,
@@ -126,3 +128,9 @@ class CategoryClassifier:
                 scores.append(CategoryScore(name, round(score, 4)))
         scores.sort(key=lambda c: -c.score)
         return CategoryEvidence(tuple(scores), embedding, hits, query)
+
+
+def _user_turns(messages: Sequence[Message]) -> tuple[str, list[str]]:
+    """The latest user turn's text and the earlier ones'."""
+    turns = [content_text(m.get("content")) for m in messages if m.get("role") == "user"] or [""]
+    return turns[-1], turns[:-1]

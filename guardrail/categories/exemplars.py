@@ -121,7 +121,10 @@ def _embed_exemplars(encoder: Encoder, texts: list[str], cache_dir: Path | None)
 
 class MemoEncoder:
     """Remembers embeddings by text, so rebuilding an index after a policy reload only embeds
-    the exemplars that changed."""
+    the exemplars that changed, and a repeated request is embedded once.
+
+    :meth:`get` and :meth:`remember` let a shared cache (Redis, across workers) fill it.
+    """
 
     def __init__(self, encoder: Encoder, *, max_items: int = 20_000) -> None:
         self.name = str(getattr(encoder, "name", type(encoder).__name__))
@@ -132,8 +135,16 @@ class MemoEncoder:
     def __call__(self, texts: Sequence[str]) -> Vectors:
         missing = list(dict.fromkeys(t for t in texts if t not in self._memo))
         if missing:
-            if len(self._memo) + len(missing) > self._max_items:
-                self._memo.clear()
-            for text, vector in zip(missing, self._encoder(missing), strict=True):
-                self._memo[text] = vector
+            self.remember(missing, self._encoder(missing))
         return np.vstack([self._memo[t] for t in texts]) if texts else self._encoder(texts)
+
+    def get(self, text: str) -> Vectors | None:
+        """The remembered vector for ``text``, without encoding it."""
+        return self._memo.get(text)
+
+    def remember(self, texts: Sequence[str], vectors: npt.ArrayLike) -> None:
+        rows = np.asarray(vectors)
+        if len(self._memo) + len(texts) > self._max_items:
+            self._memo.clear()
+        for text, vector in zip(texts, rows, strict=True):
+            self._memo[text] = vector

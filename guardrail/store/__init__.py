@@ -15,11 +15,13 @@ from guardrail.store.ratelimit import RateLimit
 from guardrail.store.redaction import mask_secrets, redact
 from guardrail.store.redis_backend import RedisStore
 from guardrail.store.resilient import ResilientStore
+from guardrail.store.rewrite_cache import CachedRewrite, RewriteCache
 
 __all__ = [
     "AuditConfig",
     "AuditEntry",
     "Auditor",
+    "CachedRewrite",
     "CounterKey",
     "CounterName",
     "EmbeddingCache",
@@ -27,6 +29,7 @@ __all__ = [
     "RateLimit",
     "RedisStore",
     "ResilientStore",
+    "RewriteCache",
     "Store",
     "StoreStatus",
     "audit_entry",

@@ -19,12 +19,19 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def rewrite_key(messages: Sequence[Message], reply: str, policy: str, policy_version: str) -> str:
-    """The rewrite-cache key: one per request, upstream reply and policy version.
+def rewrite_key(
+    messages: Sequence[Message],
+    reply: str,
+    policy: str,
+    policy_version: str,
+    model: str | None = None,
+) -> str:
+    """The rewrite-cache key: one per request, upstream reply, policy version and model.
 
-    The version is part of the key so that editing a policy invalidates its cached rewrites.
+    The version is part of the key so that editing a policy invalidates its cached rewrites;
+    the requested model, because a policy may rewrite with it.
     """
-    return _digest(["rewrite/1", [dict(m) for m in messages], reply, policy, policy_version])
+    return _digest(["rewrite/2", [dict(m) for m in messages], reply, policy, policy_version, model])
 
 
 def embedding_key(model: str, text: str) -> str:

@@ -123,12 +123,14 @@ def test_an_upstream_error_event_mid_stream_reaches_the_client(client, upstream)
     assert time.monotonic() - started < 10
 
 
-def test_a_connection_cut_mid_stream_ends_in_an_error_not_a_hang(client, upstream):
+def test_a_connection_cut_mid_stream_ends_in_an_error_not_a_hang(client, upstream, proxy_url):
     upstream.script = Script(pieces=ANSWER, cut_after=4)
     started = time.monotonic()
     with pytest.raises(openai.APIError, match="upstream"):
         stream_chunks(client)
     assert time.monotonic() - started < 10
+    metrics = httpx.get(f"{proxy_url}/metrics", timeout=10).text
+    assert 'guardrail_upstream_stream_errors_total{status="502"}' in metrics
 
 
 def test_a_client_disconnect_cancels_the_upstream(proxy_url, upstream):

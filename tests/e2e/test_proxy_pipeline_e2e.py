@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import httpx
 import openai
 import pytest
 
@@ -66,3 +67,25 @@ def test_a_refused_stream_is_decided_in_its_window(client, stub):
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text
     assert chunks[-1].choices[0].finish_reason == "stop"
+
+
+def test_a_repeated_refusal_is_rewritten_once_then_served_from_the_cache(client, stub):
+    upstream = stub[0]
+    prompt = "My Python script hangs forever. How do I stop its process?"
+    upstream.script, upstream.instructed = Script(pieces=REFUSAL), Script(pieces=ANSWER)
+    upstream.records.clear()
+    try:
+        raws = [
+            client.chat.completions.with_raw_response.create(
+                model="m", messages=[{"role": "user", "content": prompt}]
+            )
+            for _ in range(2)
+        ]
+    finally:
+        upstream.instructed = None
+    assert [raw.headers["x-guardrail-action"] for raw in raws] == ["rewritten", "rewritten"]
+    first, second = (raw.parse().choices[0].message.content for raw in raws)
+    assert first == second == "".join(ANSWER)
+    assert len(upstream.records) == 3  # reply, rewrite, reply: the second rewrite was cached
+    metrics = httpx.get(str(client.base_url).removesuffix("/v1/") + "/metrics", timeout=10).text
+    assert 'guardrail_cache_lookups_total{cache="rewrite",result="hit"} 1.0' in metrics
