@@ -39,8 +39,24 @@ def check(action: PolicyAction, detection: Detection, text: str = TEXT) -> tuple
 def test_empathetic_boundary_may_decline_but_not_bluntly() -> None:
     assert check(PolicyAction.EMPATHETIC_BOUNDARY, flat(Pattern.BOUNDARY_SETTING)) == ()
     assert check(PolicyAction.EMPATHETIC_BOUNDARY, flat(Pattern.DIRECT_REFUSAL)) == (
-        "a bare refusal (explanation_refusal), no boundary or warmth",
+        "no boundary or warmth (explanation_refusal)",
     )
+
+
+def test_an_empathetic_boundary_needs_warmth_even_when_it_is_no_refusal() -> None:
+    pleasantry = Detection(False, 0.1, Strategy.FULL_COMPLIANCE, Label3.FULL_COMPLIANCE, (), "en")
+    assert check(PolicyAction.EMPATHETIC_BOUNDARY, pleasantry, text="Hello there.") == (
+        "no boundary or warmth (full_compliance)",
+    )
+
+
+def test_a_short_rewrite_in_the_wrong_language_is_caught_by_the_detectors_language() -> None:
+    spanish = Detection(
+        True, 0.9, Strategy.EXPLANATION_REFUSAL, Label3.FULL_REFUSAL,
+        (PatternEvidence(Pattern.ACKNOWLEDGMENT, "Te entiendo."),), "es",
+    )  # fmt: skip
+    problems = check(PolicyAction.EMPATHETIC_BOUNDARY, spanish, text="Te entiendo. Soy una IA.")
+    assert problems == ("language es, expected en",)
 
 
 def test_other_actions_reject_any_flat_refusal_except_keep() -> None:

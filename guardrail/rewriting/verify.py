@@ -16,10 +16,12 @@ from guardrail.rewriting.language import UNDETERMINED, detect_language
 from guardrail.types import Detection, Message, Pattern
 
 LANGUAGE_CHECK_MIN_CHARS = 40
-"""Shorter texts are too short to identify their language reliably."""
+"""Shorter texts are too short for the character-statistics identifier; the detector's language,
+which also counts the lexicon cues it matched, stands in for it."""
 WARMTH = frozenset({Pattern.BOUNDARY_SETTING, Pattern.EMOTIONAL_AWARENESS, Pattern.ACKNOWLEDGMENT})
-"""An empathetic boundary declines by design (it will not be a partner); it passes when the
-detector sees it set a boundary or engage with the feeling, and fails as a bare refusal."""
+"""An empathetic boundary declines by design (it will not be a partner); it passes only when the
+detector sees it set a boundary or engage with the feeling. Neither a bare refusal nor an
+unrelated pleasantry ("Hello there.") is one."""
 LENGTH_TOLERANCE = 1.25
 """Models overshoot a character budget a little; a rewrite well past it is rejected."""
 
@@ -65,8 +67,8 @@ def verify(
     if len(text) > policy.max_chars * LENGTH_TOLERANCE:
         problems.append(f"{len(text)} characters, limit {policy.max_chars}")
     if policy.action is PolicyAction.EMPATHETIC_BOUNDARY:
-        if detection.is_flat_refusal and not {p.pattern for p in detection.patterns} & WARMTH:
-            problems.append(f"a bare refusal ({detection.strategy.value}), no boundary or warmth")
+        if not {p.pattern for p in detection.patterns} & WARMTH:
+            problems.append(f"no boundary or warmth ({detection.strategy.value})")
     elif policy.action is not PolicyAction.KEEP and detection.is_flat_refusal:
         problems.append(f"still a flat refusal ({detection.strategy.value})")
     if sensitive:
@@ -74,8 +76,9 @@ def verify(
         added = assess(text).exceeds(original, kinds)
         if added:
             problems.append("adds operational detail: " + ", ".join(kind.value for kind in added))
-    if lang != UNDETERMINED and len(text) >= LANGUAGE_CHECK_MIN_CHARS:
-        found = detect_language(text)
+    if lang != UNDETERMINED and text.strip():
+        long_enough = len(text) >= LANGUAGE_CHECK_MIN_CHARS
+        found = detect_language(text) if long_enough else detection.lang
         if found not in (lang, UNDETERMINED):
             problems.append(f"language {found}, expected {lang}")
     return Verdict(tuple(problems), detection)
