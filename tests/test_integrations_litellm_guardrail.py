@@ -18,6 +18,7 @@ from litellm.types.utils import EmbeddingResponse, ModelResponse, ModelResponseS
 import guardrail.integrations.litellm_guardrail as module
 from guardrail import Action, Decision, Guardrail, Usage
 from guardrail.integrations.litellm_guardrail import RefusalRewriteGuardrail
+from guardrail.store import MemoryStore, ResilientStore
 from guardrail.types import Message
 
 MODEL = "gpt-4o-mini"
@@ -283,3 +284,15 @@ async def test_real_guardrail_keeps_an_ordinary_answer() -> None:
     assert response.choices[0].message.content == ANSWER
     assert isinstance(refused.choices[0].message.content, str)
     assert refused.choices[0].message.content.strip()
+
+
+@pytest.mark.parametrize(
+    ("redis_url", "backend"), [(None, MemoryStore), ("redis://127.0.0.1:6379/15", ResilientStore)]
+)
+def test_the_built_pipeline_caches_in_memory_or_in_redis(
+    monkeypatch: pytest.MonkeyPatch, redis_url: str | None, backend: type
+) -> None:
+    attached: list[object] = []
+    monkeypatch.setattr(Guardrail, "attach_store", lambda self, store: attached.append(store))
+    RefusalRewriteGuardrail(guardrail_name="refusal-rewrite", redis_url=redis_url)
+    assert len(attached) == 1 and isinstance(attached[0], backend)

@@ -11,6 +11,7 @@ guardrail proxy runs, and a flat refusal is replaced by what the matching policy
           mode: post_call
           default_on: true
           # review_streams: false   # stream replies through untouched instead of buffering
+          # redis_url: os.environ/REDIS_URL   # share cached rewrites between proxy workers
 
 The ``guardrail-proxy`` package must be installed in the LiteLLM proxy's environment. Only
 ``post_call`` is supported: the guardrail judges replies, not requests.
@@ -43,6 +44,7 @@ from litellm.types.utils import (
 
 from guardrail.pipeline import Guardrail
 from guardrail.settings import GuardrailSettings
+from guardrail.store import open_store
 from guardrail.types import Decision, Message, content_text
 
 if TYPE_CHECKING:
@@ -60,18 +62,20 @@ class RefusalRewriteGuardrail(CustomGuardrail):
         *,
         review_streams: bool = True,
         policies: str | None = None,
+        redis_url: str | None = None,
         **kwargs: Any,
     ) -> None:
         # LiteLLM passes every field of the guardrail's litellm_params; the base class takes
         # the ones it knows (guardrail_name, event_hook, default_on, ...) and ignores the rest.
         # ``policies`` names a policy directory; without it the bundled set applies.
+        # ``redis_url`` keeps the rewrite cache in Redis; without it, in this process's memory.
         if guardrail is None:
             settings = (
                 GuardrailSettings()
                 if policies is None
                 else GuardrailSettings(policies_dir=Path(policies))
             )
-            guardrail = Guardrail.from_settings(settings)
+            guardrail = Guardrail.from_settings(settings, store=open_store(redis_url))
         self.guardrail = guardrail
         self.review_streams = review_streams
         kwargs.setdefault("supported_event_hooks", [GuardrailEventHooks.post_call])
