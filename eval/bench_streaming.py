@@ -9,8 +9,12 @@ hits both sides alike.
   ``--rate`` tokens per second. Reported: the extra time to the first content token, median and
   p99, per group of replies; how many streams took the fast path; and how many were delayed by
   more than their first sentence takes to arrive.
-* Plain replies: the proxy's added latency (median, p99) and requests per second with
-  ``--concurrency`` calls in flight.
+* Plain replies: the proxy's added latency (median, p99), the proxy process's CPU time per
+  request, and requests per second with ``--concurrency`` calls in flight; ``--runs`` repeats
+  this and reports the median run with the range over runs. CPU time per request is the figure
+  a shared machine distorts least: wall times there depend on what else is running.
+* ``litellm.acompletion`` alone against the stub, from this process: its latency and its CPU
+  time per call beside a plain HTTP call's, which is litellm's own share of the overhead.
 
 Run with ``python -m eval.bench_streaming``; ``--help`` lists the knobs.
 """
@@ -39,6 +43,8 @@ from typing import Any
 import httpx
 from rich.console import Console
 from rich.table import Table
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from eval.loopback import Script, StubUpstream
 from proxy.openings import may_open_refusal
@@ -49,6 +55,8 @@ _SENTENCE_END = re.compile(r"[.!?。！？](\s|$)")
 EN = "XSTest answers (en)"
 LATIN = "answers, other Latin-script languages"
 OTHER = "answers, other scripts"
+CPU_PATH = "/bench/cpu"
+"""Where the benchmarked proxy process reports its own CPU clock."""
 
 
 @dataclass(frozen=True)
@@ -129,8 +137,21 @@ def _serve_proxy(sock: socket.socket, upstream_url: str) -> None:
     from proxy.app import create_app
     from proxy.config import ProxySettings
 
-    app = create_app(ProxySettings(upstream_base_url=upstream_url))
+    app = with_cpu_clock(create_app(ProxySettings(upstream_base_url=upstream_url)))
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+
+
+def with_cpu_clock(app: ASGIApp) -> ASGIApp:
+    """``app`` that also answers ``CPU_PATH`` with its process's CPU seconds, so the client can
+    tell what a request costs the proxy itself."""
+
+    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] == CPU_PATH:
+            await JSONResponse({"cpu_s": time.process_time()})(scope, receive, send)
+        else:
+            await app(scope, receive, send)
+
+    return wrapped
 
 
 @contextmanager
@@ -221,44 +242,76 @@ async def bench_plain(
             response.raise_for_status()
             return time.perf_counter() - started
 
+        async def proxy_cpu_s() -> float:
+            return float((await client.get(proxy_url + CPU_PATH)).json()["cpu_s"])
+
         latencies: dict[str, list[float]] = {stub_url: [], proxy_url: []}
+        cpu_before = await proxy_cpu_s()
         for index in range(requests):
             for url in (stub_url, proxy_url) if index % 2 == 0 else (proxy_url, stub_url):
                 latencies[url].append(await call(url))
+        proxy_cpu_ms = (await proxy_cpu_s() - cpu_before) / requests * 1000
         for name, url in (("direct", stub_url), ("proxy", proxy_url)):
             figures[name] = {
                 "median_ms": statistics.median(latencies[url]) * 1000,
                 "p99_ms": percentile(latencies[url], 99) * 1000,
                 "rps": await throughput(call, url, requests, concurrency),
             }
+        figures["proxy"]["cpu_ms"] = proxy_cpu_ms
     return figures
 
 
-async def bench_litellm(stub_url: str, requests: int) -> dict[str, float]:
-    """``litellm.acompletion`` against the stub from this process: its share of the overhead."""
+async def bench_litellm(stub_url: str, requests: int, block: int = 20) -> dict[str, float]:
+    """``litellm.acompletion`` against the stub from this process: its share of the overhead.
+
+    Calls go in blocks, alternating with blocks of plain HTTP calls, after a few of each to warm
+    up; a block's CPU time includes the logging task litellm starts after each call.
+    """
     import litellm
 
     import proxy  # noqa: F401  # litellm settings for offline use, before litellm loads
 
     messages = [{"role": "user", "content": "plain"}]
-    latencies = []
-    for _ in range(requests):
-        started = time.perf_counter()
-        await litellm.acompletion(
-            model="openai/bench", messages=messages, api_base=f"{stub_url}/v1", api_key="none"
-        )
-        latencies.append(time.perf_counter() - started)
+    async with httpx.AsyncClient(timeout=60) as client:
+
+        async def via_litellm() -> None:
+            await litellm.acompletion(
+                model="openai/bench", messages=messages, api_base=f"{stub_url}/v1", api_key="none"
+            )
+
+        async def via_http() -> None:
+            body = {"model": "bench", "messages": messages}
+            response = await client.post(f"{stub_url}/v1/chat/completions", json=body)
+            response.json()
+
+        calls = {"litellm": via_litellm, "http": via_http}
+        for call in (*calls.values(),) * 5:  # litellm loads code and builds its client at first
+            await call()
+        latencies: dict[str, list[float]] = {name: [] for name in calls}
+        cpu_s = dict.fromkeys(calls, 0.0)
+        for index in range(math.ceil(requests / block)):
+            for name in calls if index % 2 == 0 else reversed(calls):
+                cpu_started = time.process_time()
+                for _ in range(block):
+                    started = time.perf_counter()
+                    await calls[name]()
+                    latencies[name].append(time.perf_counter() - started)
+                await asyncio.sleep(0.01)
+                cpu_s[name] += time.process_time() - cpu_started
     return {
-        "median_ms": statistics.median(latencies) * 1000,
-        "p99_ms": percentile(latencies, 99) * 1000,
+        "median_ms": statistics.median(latencies["litellm"]) * 1000,
+        "p99_ms": percentile(latencies["litellm"], 99) * 1000,
+        "cpu_ms": cpu_s["litellm"] / len(latencies["litellm"]) * 1000,
+        "http_cpu_ms": cpu_s["http"] / len(latencies["http"]) * 1000,
     }
 
 
-async def warm_up(stub_url: str, proxy_url: str, sample: Sample) -> None:
+async def warm_up(stub_url: str, proxy_url: str, sample: Sample | None) -> None:
     """First calls load code lazily on both sides; they are not what a client meets later."""
     async with httpx.AsyncClient(timeout=120) as client:
         for url in (stub_url, proxy_url) * 3:
-            await time_to_first_token(client, url, sample.prompt)
+            if sample is not None:
+                await time_to_first_token(client, url, sample.prompt)
             response = await client.post(
                 url + "/v1/chat/completions",
                 json={"model": "bench", "messages": [{"role": "user", "content": "plain"}]},
@@ -317,32 +370,57 @@ def stream_table(results: Sequence[StreamResult], rate: float) -> Table:
 
 
 def plain_table(
-    figures: dict[str, dict[str, float]], alone: dict[str, float], concurrency: int
+    runs: Sequence[dict[str, dict[str, float]]], alone: dict[str, float], concurrency: int
 ) -> Table:
-    table = Table(title="Non-streaming replies (stub answers at once)")
-    for column in ("path", "median ms", "p99 ms", f"req/s at {concurrency} in flight"):
+    """The median run of each figure, and its range over runs when there are several."""
+    table = Table(title=f"Non-streaming replies (stub answers at once), {len(runs)} run(s)")
+    for column in ("path", "median ms", "p99 ms", "CPU ms", f"req/s at {concurrency} in flight"):
         table.add_column(column, justify="left" if column == "path" else "right")
-    for name, row in figures.items():
-        table.add_row(name, f"{row['median_ms']:.2f}", f"{row['p99_ms']:.2f}", f"{row['rps']:.0f}")
+
+    def cell(values: Sequence[float], digits: int = 2) -> str:
+        middle = f"{statistics.median(values):.{digits}f}"
+        if len(values) == 1:
+            return middle
+        return f"{middle} ({min(values):.{digits}f}-{max(values):.{digits}f})"
+
+    for name in ("direct", "proxy"):
+        rows = [run[name] for run in runs]
+        table.add_row(
+            name,
+            cell([row["median_ms"] for row in rows]),
+            cell([row["p99_ms"] for row in rows], 1),
+            cell([row["cpu_ms"] for row in rows]) if "cpu_ms" in rows[0] else "-",
+            cell([row["rps"] for row in rows], 0),
+        )
     table.add_row(
-        "litellm.acompletion alone", f"{alone['median_ms']:.2f}", f"{alone['p99_ms']:.2f}", "-"
+        "litellm.acompletion alone",
+        f"{alone['median_ms']:.2f}",
+        f"{alone['p99_ms']:.1f}",
+        f"{alone['cpu_ms']:.2f}",
+        "-",
     )
-    added = figures["proxy"]["median_ms"] - figures["direct"]["median_ms"]
-    litellm_share = alone["median_ms"] - figures["direct"]["median_ms"]
+    added = [run["proxy"]["median_ms"] - run["direct"]["median_ms"] for run in runs]
+    direct = statistics.median([run["direct"]["median_ms"] for run in runs])
+    litellm_share = alone["median_ms"] - direct
     table.caption = (
-        f"added by the proxy: {added:.2f} ms median, of which litellm.acompletion's own work "
-        f"is about {litellm_share:.2f} ms"
+        f"added by the proxy: {cell(added)} ms median, of which litellm.acompletion's own work "
+        f"is about {litellm_share:.2f} ms; CPU ms: the proxy process's CPU time per request, "
+        f"and litellm's per call in this process, where a plain HTTP call takes "
+        f"{alone['http_cpu_ms']:.2f} ms"
     )
     return table
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--per-group", type=int, default=40, help="stream samples per group")
+    parser.add_argument(
+        "--per-group", type=int, default=40, help="stream samples per group (0: no streams)"
+    )
     parser.add_argument("--max-pieces", type=int, default=30, help="tokens streamed per sample")
     parser.add_argument("--rate", type=float, default=50.0, help="upstream tokens per second")
     parser.add_argument("--requests", type=int, default=300, help="plain requests per path")
     parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--runs", type=int, default=3, help="repeats of the plain-reply bench")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     console = Console(width=140)
@@ -360,12 +438,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"stub {stub_url}, proxy {proxy_url}: {len(samples)} streams; "
             f"load average before: {os.getloadavg()[0]:.2f}"
         )
-        asyncio.run(warm_up(stub_url, proxy_url, samples[0]))
-        results = asyncio.run(bench_streams(samples, stub_url, proxy_url, interval_s))
-        console.print(stream_table(results, args.rate))
-        figures = asyncio.run(bench_plain(stub_url, proxy_url, args.requests, args.concurrency))
+        asyncio.run(warm_up(stub_url, proxy_url, samples[0] if samples else None))
+        if samples:
+            results = asyncio.run(bench_streams(samples, stub_url, proxy_url, interval_s))
+            console.print(stream_table(results, args.rate))
+        runs = [
+            asyncio.run(bench_plain(stub_url, proxy_url, args.requests, args.concurrency))
+            for _ in range(args.runs)
+        ]
         alone = asyncio.run(bench_litellm(stub_url, args.requests))
-        console.print(plain_table(figures, alone, args.concurrency))
+        console.print(plain_table(runs, alone, args.concurrency))
         console.print(f"load average after: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     return 0
 
