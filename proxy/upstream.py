@@ -2,7 +2,8 @@
 
 Two kinds of route. An OpenAI-compatible upstream (minimal mode, and ``openai/...`` entries of the
 model list) gets the client's JSON body verbatim, passed as ``extra_body`` so litellm cannot drop
-or rename a field, and its stream is read as the upstream sent it, chunk for chunk. Any other
+or rename a field (litellm gets no messages of its own there: the body's replace them anyway),
+and its stream is read as the upstream sent it, chunk for chunk. Any other
 provider (``anthropic/...``, ``ollama/...``) gets its fields as litellm arguments: litellm
 translates the standard OpenAI ones and passes the others on, except names litellm reserves for
 itself (``api_base``, ``mock_response``, ``metadata``...), which are dropped so that no client can
@@ -176,16 +177,18 @@ class Upstream:
         self, body: Mapping[str, Any], *, stream: bool, route: Route | None = None
     ) -> dict[str, Any]:
         route = route or self.route(str(body["model"]))
+        fields = {k: v for k, v in body.items() if k not in ("model", "stream")}
         arguments: dict[str, Any] = {
             "model": route.model,
-            "messages": body["messages"],
+            # A verbatim body carries the messages itself and replaces litellm's on the wire;
+            # litellm would only convert, copy and log that copy, ~0.15 ms of CPU per message.
+            "messages": [] if route.verbatim else body["messages"],
             "stream": stream,
             "timeout": self._settings.upstream_timeout_s,
             "max_retries": self._settings.upstream_max_retries,
             "drop_params": False,
             **route.params,
         }
-        fields = {k: v for k, v in body.items() if k not in ("model", "stream")}
         if route.verbatim:
             arguments["extra_body"] = fields
             return arguments

@@ -86,6 +86,26 @@ async def test_a_translated_provider_gets_its_fields_but_never_litellms_own():
 
 
 @respx.mock
+async def test_a_verbatim_body_reaches_the_wire_as_sent_without_a_litellm_copy_of_its_messages():
+    route = respx.post("http://up.test/v1/chat/completions").mock(
+        return_value=httpx.Response(200, json=completion("Hello."))
+    )
+    messages = [
+        {"role": "system", "content": "Be brief.", "name": "setup"},
+        {"role": "user", "content": [{"type": "text", "text": "hi"}], "vendor_tag": 7},
+    ]
+    body = {"model": "m", "messages": messages, "temperature": 0.2, "vendor_option": [1]}
+    upstream = Upstream(ProxySettings(upstream_base_url="http://up.test/v1"))
+    reply = await upstream.complete(body)
+    assert json.loads(route.calls.last.request.content) == body
+    assert reply["choices"][0]["message"]["content"] == "Hello."
+    # litellm would only convert and log a copy the body replaces; it gets none to work on.
+    assert upstream._arguments(body, stream=False)["messages"] == []
+    translated = Upstream(model_list(model="anthropic/claude-x", api_key="sk-a"))
+    assert translated._arguments({**body, "model": "public"}, stream=False)["messages"] == messages
+
+
+@respx.mock
 async def test_a_verbatim_stream_yields_the_upstreams_own_chunks():
     chunks = text_chunks(["Hel", "lo"], usage=True)
     chunks[1]["vendor_field"] = {"kept": True}
