@@ -13,8 +13,9 @@ hits both sides alike.
   request, and requests per second with ``--concurrency`` calls in flight; ``--runs`` repeats
   this and reports the median run with the range over runs. CPU time per request is the figure
   a shared machine distorts least: wall times there depend on what else is running.
-* ``litellm.acompletion`` alone against the stub, from this process: its latency and its CPU
-  time per call beside a plain HTTP call's, which is litellm's own share of the overhead.
+* The proxy's upstream call (``litellm.acompletion``) alone against the stub, from this process:
+  its latency and its CPU time per call beside a plain HTTP call's, which is litellm's own share
+  of the overhead. ``--turns`` sets how many messages each plain request carries.
 
 Run with ``python -m eval.bench_streaming``; ``--help`` lists the knobs.
 """
@@ -229,10 +230,20 @@ async def bench_streams(
     return results
 
 
+def conversation(turns: int) -> list[dict[str, str]]:
+    """A chat of ``turns`` messages that ends with the user's; earlier turns are 50-word lines."""
+    line = " ".join(["word"] * 50)
+    earlier = [
+        {"role": "assistant" if index % 2 else "user", "content": f"{line} {index}"}
+        for index in range(turns - 1)
+    ]
+    return [*earlier, {"role": "user", "content": "plain"}]
+
+
 async def bench_plain(
-    stub_url: str, proxy_url: str, requests: int, concurrency: int
+    stub_url: str, proxy_url: str, requests: int, concurrency: int, turns: int = 1
 ) -> dict[str, dict[str, float]]:
-    body = {"model": "bench", "messages": [{"role": "user", "content": "plain"}]}
+    body = {"model": "bench", "messages": conversation(turns)}
     figures: dict[str, dict[str, float]] = {}
     async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=64)) as client:
 
@@ -261,26 +272,26 @@ async def bench_plain(
     return figures
 
 
-async def bench_litellm(stub_url: str, requests: int, block: int = 20) -> dict[str, float]:
-    """``litellm.acompletion`` against the stub from this process: its share of the overhead.
+async def bench_litellm(
+    stub_url: str, requests: int, turns: int = 1, block: int = 20
+) -> dict[str, float]:
+    """The proxy's upstream call (``litellm.acompletion``) against the stub, from this process:
+    litellm's share of the overhead.
 
     Calls go in blocks, alternating with blocks of plain HTTP calls, after a few of each to warm
     up; a block's CPU time includes the logging task litellm starts after each call.
     """
-    import litellm
+    from proxy.config import ProxySettings
+    from proxy.upstream import Upstream
 
-    import proxy  # noqa: F401  # litellm settings for offline use, before litellm loads
-
-    messages = [{"role": "user", "content": "plain"}]
+    upstream = Upstream(ProxySettings(upstream_base_url=f"{stub_url}/v1"))
+    body = {"model": "bench", "messages": conversation(turns)}
     async with httpx.AsyncClient(timeout=60) as client:
 
         async def via_litellm() -> None:
-            await litellm.acompletion(
-                model="openai/bench", messages=messages, api_base=f"{stub_url}/v1", api_key="none"
-            )
+            await upstream.complete(body)
 
         async def via_http() -> None:
-            body = {"model": "bench", "messages": messages}
             response = await client.post(f"{stub_url}/v1/chat/completions", json=body)
             response.json()
 
@@ -393,7 +404,7 @@ def plain_table(
             cell([row["rps"] for row in rows], 0),
         )
     table.add_row(
-        "litellm.acompletion alone",
+        "upstream call (litellm) alone",
         f"{alone['median_ms']:.2f}",
         f"{alone['p99_ms']:.1f}",
         f"{alone['cpu_ms']:.2f}",
@@ -403,10 +414,10 @@ def plain_table(
     direct = statistics.median([run["direct"]["median_ms"] for run in runs])
     litellm_share = alone["median_ms"] - direct
     table.caption = (
-        f"added by the proxy: {cell(added)} ms median, of which litellm.acompletion's own work "
-        f"is about {litellm_share:.2f} ms; CPU ms: the proxy process's CPU time per request, "
-        f"and litellm's per call in this process, where a plain HTTP call takes "
-        f"{alone['http_cpu_ms']:.2f} ms"
+        f"added by the proxy: {cell(added)} ms median, of which its upstream call through "
+        f"litellm.acompletion is about {litellm_share:.2f} ms; CPU ms: the proxy process's CPU "
+        f"time per request, and the upstream call's in this process, where a plain HTTP call "
+        f"takes {alone['http_cpu_ms']:.2f} ms"
     )
     return table
 
@@ -421,6 +432,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=300, help="plain requests per path")
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--runs", type=int, default=3, help="repeats of the plain-reply bench")
+    parser.add_argument("--turns", type=int, default=1, help="messages in each plain request")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     console = Console(width=140)
@@ -443,10 +455,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             results = asyncio.run(bench_streams(samples, stub_url, proxy_url, interval_s))
             console.print(stream_table(results, args.rate))
         runs = [
-            asyncio.run(bench_plain(stub_url, proxy_url, args.requests, args.concurrency))
+            asyncio.run(
+                bench_plain(stub_url, proxy_url, args.requests, args.concurrency, args.turns)
+            )
             for _ in range(args.runs)
         ]
-        alone = asyncio.run(bench_litellm(stub_url, args.requests))
+        alone = asyncio.run(bench_litellm(stub_url, args.requests, args.turns))
         console.print(plain_table(runs, alone, args.concurrency))
         console.print(f"load average after: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     return 0

@@ -15,6 +15,7 @@ from eval.bench_streaming import (
     LATIN,
     OTHER,
     Sample,
+    conversation,
     load_samples,
     percentile,
     plain_table,
@@ -86,3 +87,11 @@ def test_the_plain_table_shows_the_median_run_and_the_range_over_runs():
     assert "4.50 (4.00-5.00)" in text  # proxy CPU per request
     assert "added by the proxy: 4.75 (4.00-7.50) ms" in text
     assert "1.75 ms" in text  # litellm alone over the median direct run
+
+
+def test_a_conversation_alternates_turns_and_ends_with_the_users_message():
+    chat = conversation(4)
+    assert [m["role"] for m in chat] == ["user", "assistant", "user", "user"]
+    assert chat[-1]["content"] == "plain"
+    assert len(chat[0]["content"].split()) == 51
+    assert conversation(1) == [{"role": "user", "content": "plain"}]
