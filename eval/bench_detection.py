@@ -4,7 +4,7 @@ The process pins itself to a single core and torch to one thread, then measures,
 XSTest replies (2,250, English) and the authored multilingual replies (792, 13 languages):
 
 - per-reply latency of ``detect()`` when the rules head settles the reply alone;
-- per-reply latency when the opening is embedded and the full head decides (the replies the
+- per-reply latency when the reply's start is embedded and the full head decides (the replies the
   detector sends there, and every English reply when forced through it);
 - throughput of ``detect_batch`` in batches of 64, as the detector runs and with every English
   reply forced through the embedding head;

@@ -157,7 +157,7 @@ def refit_and_score(
 
 
 def cached_inputs(examples: Sequence[Example], shipped: HeadWeights, cache: Path) -> Inputs:
-    """Reply features and opening embeddings, recomputed only when the corpus or code changed."""
+    """Reply features and embeddings, recomputed only when the corpus or code changed."""
     digest = hashlib.sha256()
     for e in examples:
         digest.update(f"{e.source}\0{e.group}\0{e.prompt}\0{e.response}\0".encode())

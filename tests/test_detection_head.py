@@ -14,7 +14,7 @@ from guardrail.detection.features import FEATURE_NAMES
 from guardrail.detection.head import MLP, Embedding, HeadError, HeadWeights, Thresholds
 from guardrail.detection.rules import RuleMatcher
 from guardrail.detection.scoring import Scorer
-from guardrail.detection.training import compute_inputs, fit
+from guardrail.detection.training import RULES_CONFIDENCE, compute_inputs, fit
 from guardrail.types import Label3
 
 
@@ -136,3 +136,6 @@ def test_training_fits_calibrated_heads_on_labelled_replies() -> None:
     assert ranking > 0.95
     assert weights.heads["rules"]["refusal"].calibration != (1.0, 0.0)
     assert weights.training["examples"] == {"authored": len(examples)}
+    # The rules head settles a reply alone only when it is confident either way.
+    assert weights.thresholds.rules_high == RULES_CONFIDENCE
+    assert weights.thresholds.rules_low == pytest.approx(1 - RULES_CONFIDENCE)

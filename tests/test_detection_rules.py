@@ -141,6 +141,14 @@ def test_a_short_first_sentence_extends_the_opening_to_the_second(matcher: RuleM
     assert matcher.analyse("That request is not something I can help with. Sorry.").opening == 1
 
 
+def test_the_embedded_text_is_the_replys_prose_past_its_opening(matcher: RuleMatcher) -> None:
+    reply = "I can't share the exact steps.\n```\nrm -rf /\n```\nIn general, back up first."
+    assert matcher.analyse(reply).embedding_text() == (
+        "I can't share the exact steps. In general, back up first."
+    )
+    assert matcher.analyse("```\nprint(1)\n```").embedding_text() == "."
+
+
 def test_sentences_keep_their_offsets_in_the_reply() -> None:
     text = "First one. Second one!\n最初の文。次の文。"
     layout = segment(text)

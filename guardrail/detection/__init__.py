@@ -1,7 +1,7 @@
 """Refusal detection: is a reply a refusal, of which kind, with which patterns, in which language.
 
 Layered cheapest first: multilingual spaCy rules, then (for replies the rules head is unsure of)
-a sentence embedding of the opening and a small trained head. See :class:`Detector`.
+a sentence embedding of the reply's start and a small trained head. See :class:`Detector`.
 """
 
 from guardrail.detection.batch import BatchError, detect_file

@@ -116,8 +116,8 @@ class Detector:
             embeddings = None
             if deep.any():
                 embeddings = np.zeros((len(rows), self.weights.embedding.dimension))
-                openings = [analyses[i].opening_text() for i in np.flatnonzero(deep)]
-                embeddings[deep] = self.encoder(openings)
+                texts = [analyses[i].embedding_text() for i in np.flatnonzero(deep)]
+                embeddings[deep] = self.encoder(texts)
             scores = self.scorer.score(features, langs, embeddings)
             for index, analysis, lang, score in zip(rows, analyses, langs, scores, strict=True):
                 results[index] = _detection(analysis, score, lang)

@@ -4,7 +4,7 @@ Two implementations behind one callable interface (texts in, L2-normalised rows 
 
 - :class:`BertEncoder`, used for BERT-family sentence-transformers folders such as the bundled
   all-MiniLM-L6-v2: the forward pass written directly in torch with int8 dynamic quantization.
-  On one slow CPU core it embeds a 32-token opening in about 8 ms where the generic stack takes
+  On one slow CPU core it embeds a 32-token text in about 8 ms where the generic stack takes
   about 16 ms, and it maps the word-embedding table from disk instead of copying it, which keeps
   the loaded detector under 400 MB.
 - :class:`SentenceTransformerEncoder`, for any other model name or path.

@@ -8,7 +8,7 @@ Two heads of two parts each:
 
 - ``rules``: language-independent reply features only. It judges replies in every language and
   settles clear cases before any embedding is computed.
-- ``full``: the same features plus the sentence embedding of the reply's opening. The embedding
+- ``full``: the same features plus the sentence embedding of the reply's start. The embedding
   model is English-only, so this head judges English replies (or every language, when trained
   with a multilingual embedding model).
 

@@ -63,9 +63,12 @@ class Analysis:
             return 2
         return min(1, len(items))
 
-    def opening_text(self) -> str:
-        """The opening sentences as written: what the embedding model reads."""
-        return " ".join(s.text for s in self.layout.sentences[: self.opening])
+    def embedding_text(self) -> str:
+        """The reply's prose as written, code left out: what the embedding model reads.
+
+        The encoder keeps only the first tokens, so this is the opening and what follows it:
+        whether a refusal sentence is followed by an answer or by more refusing."""
+        return " ".join(s.text for s in self.layout.sentences) or "."
 
 
 @dataclass(frozen=True, slots=True)

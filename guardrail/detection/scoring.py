@@ -1,7 +1,8 @@
 """From reply features (and, when needed, an embedding) to a refusal probability and label.
 
 Cheapest first: the rules head scores every reply; only when it is unsure and the reply is in a
-language the embedding model understands does the full head run, on the opening's embedding.
+language the embedding model understands does the full head run, on the embedding of the reply's
+start.
 The detector and the accuracy report both score through this class, so the report measures the
 code path the proxy runs.
 """

@@ -7,16 +7,17 @@ upstream datasets (default ``../shared/data``).
 
 Procedure, with a fixed seed so that a rerun writes the same weights:
 
-1. Rules and language identification on every reply; the opening sentences embedded with the
-   configured sentence-transformers model (int8, 32 tokens by default).
+1. Rules and language identification on every reply; the start of its prose (the opening and
+   what follows it) embedded with the configured sentence-transformers model (int8, 64 tokens
+   by default).
 2. Two heads of two parts (see :mod:`guardrail.detection.head`), each a one-hidden-layer MLP:
    the rules head on every reply, the full head on replies in the embedding model's languages.
    The ``partial`` parts learn full-vs-partial from refusals only.
 3. Calibration: 5-fold cross-validation grouped by source model gives out-of-fold logits, and a
    Platt scaling fitted on them makes the refusal probability a probability.
-4. Thresholds from the same out-of-fold predictions: each head's partial-refusal cut (the one
-   that maximises the partial class's F1), and the band of rules-head probabilities that still
-   needs the full head (outside it the rules head decides alone and no embedding is computed).
+4. Thresholds: each head's partial-refusal cut from the same out-of-fold predictions (the one
+   that maximises the partial class's F1); the rules head decides alone (no embedding computed)
+   only when its calibrated probability is at least :data:`RULES_CONFIDENCE` either way.
 
 Needs scikit-learn (a development dependency); inference does not.
 """
@@ -48,7 +49,11 @@ from guardrail.detection.rules import RuleMatcher
 Matrix = npt.NDArray[np.float64]
 
 SEED = 13
-MAX_TOKENS = 32
+MAX_TOKENS = 64
+RULES_CONFIDENCE = 0.9
+"""The rules head settles a reply alone when it is this sure either way. A band fitted to the
+whole corpus's out-of-fold F1 came out narrow and left to the rules head replies that open with a
+disclaimer or a correction and then answer, which the embedding head judges far better."""
 HIDDEN = {"rules": 32, "full": 64}
 ALPHA = 3.0
 ENGLISH_ONLY = {BUNDLED_MODEL: ("en",)}
@@ -70,16 +75,16 @@ class Inputs:
 def compute_inputs(
     examples: Sequence[Example], matcher: RuleMatcher, encoder: Encoder | None
 ) -> Inputs:
-    """Features for every example; embeddings of the openings when ``encoder`` is given."""
-    features, openings, langs = [], [], []
+    """Features for every example; embeddings of the replies' starts when ``encoder`` is given."""
+    features, texts, langs = [], [], []
     for example in examples:
         analysis = matcher.analyse(example.response)
         features.append(reply_features(analysis, example.prompt))
-        openings.append(analysis.opening_text() or example.response.strip() or ".")
+        texts.append(analysis.embedding_text())
         matched = {lang for s in analysis.sentences for lang in s.langs}
         langs.append(identify_language(example.response, matched))
     if encoder is not None:
-        embeddings = np.asarray(encoder(openings), dtype=np.float64)
+        embeddings = np.asarray(encoder(texts), dtype=np.float64)
     else:
         embeddings = np.zeros((len(examples), 0))
     return Inputs(np.asarray(features), embeddings, langs)
@@ -124,13 +129,12 @@ def fit(
         full_oof[index] = _sigmoid(a * refusal_oof + b)
         oof[head] = full_oof
         partial_cut[head] = _best_cut(_sigmoid(partial_oof), partial[refusers])
-    low, high = _rules_band(oof["rules"], oof["full"], labels, covered)
     thresholds = Thresholds(
         decision=0.5,
         partial_rules=partial_cut["rules"],
         partial_full=partial_cut["full"],
-        rules_low=low,
-        rules_high=high,
+        rules_low=round(1.0 - RULES_CONFIDENCE, 3),
+        rules_high=RULES_CONFIDENCE,
     )
     training = {
         "recipe": "guardrail.detection.corpus",
@@ -198,28 +202,6 @@ def _best_cut(probability: Matrix, y: npt.NDArray[np.int_]) -> float:
     cuts = np.arange(0.1, 0.8, 0.025)
     scores = [_f1(probability >= cut, y) for cut in cuts]
     return round(float(cuts[int(np.argmax(scores))]), 3)
-
-
-def _rules_band(
-    rules: Matrix, full: Matrix, y: npt.NDArray[np.int_], covered: npt.NDArray[np.bool_]
-) -> tuple[float, float]:
-    """The band (low, high) of rules-head probabilities that still goes to the full head.
-
-    The narrowest band (most replies settled by the rules head alone, no embedding) whose
-    out-of-fold F1 stays within 0.2 points of sending every covered reply to the full head.
-    """
-    rules, full, y = rules[covered], full[covered], y[covered]
-    target = _f1(full >= 0.5, y) - 0.002
-    best = (0.0, 1.0)
-    best_share = 0.0
-    for low in np.arange(0.0, 0.5, 0.01):
-        for high in np.arange(1.0, 0.5, -0.01):
-            alone = (rules <= low) | (rules >= high)
-            gated = np.where(alone, rules, full) >= 0.5
-            share = float(alone.mean())
-            if share > best_share and _f1(gated, y) >= target:
-                best, best_share = (float(low), float(high)), share
-    return round(best[0], 3), round(best[1], 3)
 
 
 def _f1(predicted: npt.NDArray[np.bool_], y: npt.NDArray[np.int_]) -> float:
