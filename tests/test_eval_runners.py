@@ -17,6 +17,7 @@ from eval.datasets import Expected, Record, ReplyOrigin
 from eval.llm import RetryPolicy, proxy_base_url, proxy_model_name
 from eval.runners import LiveRunner, ReplayRunner
 from guardrail import Guardrail
+from guardrail.store import Store
 from guardrail.types import Action, Decision, Message, Usage
 
 UPSTREAM = "http://upstream.test/v1"
@@ -30,6 +31,9 @@ class RewritingGuardrail(Guardrail):
 
     def __init__(self) -> None:
         self.seen: list[tuple[str | None, str | None]] = []
+
+    def attach_store(self, store: Store) -> None:
+        """The double caches nothing."""
 
     async def review(
         self,
