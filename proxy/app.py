@@ -172,9 +172,15 @@ def create_app(
 
     @app.get("/readyz")
     async def readyz() -> JSONResponse:
+        # A degraded store still serves every request (from memory), so it is reported, not
+        # made a reason to take the worker out of rotation.
+        health = state_store.status()
+        store = {"backend": health.backend, "degraded": health.degraded, "outages": health.outages}
         if state["ready"]:
-            return JSONResponse({"status": "ready"})
-        return JSONResponse({"status": "not ready", "reason": state["problem"]}, status_code=503)
+            return JSONResponse({"status": "ready", "store": store})
+        return JSONResponse(
+            {"status": "not ready", "reason": state["problem"], "store": store}, status_code=503
+        )
 
     return app
 

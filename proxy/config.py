@@ -105,6 +105,10 @@ class ProxySettings(BaseSettings):
     max_body_bytes: int = Field(default=1_048_576, ge=1)
     max_messages: int = Field(default=1_000, ge=1)
     max_json_depth: int = Field(default=64, ge=2)
+    keep_alive_s: int = Field(default=75, ge=1)
+    """How long an idle client connection stays open. Longer than clients' own idle limits
+    (httpx and the openai SDK: 5 s), so the client closes first and never sends a request into
+    a connection the server is closing."""
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
     upstream_timeout_s: float = Field(default=600.0, gt=0)

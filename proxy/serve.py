@@ -58,6 +58,7 @@ def serve(
     options: dict[str, Any] = {
         "host": host or settings.host,
         "port": port or settings.port,
+        "timeout_keep_alive": settings.keep_alive_s,
         "log_level": log_level,
         "log_config": _log_config(log_level),
     }

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _redis_server import RedisServer
 from fastapi import FastAPI, Response
-from test_store_resilient import RedisServer
 
 from eval.load_test import (
     FAULTS,

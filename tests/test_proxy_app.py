@@ -381,7 +381,10 @@ async def test_readiness_follows_the_guardrail_warm_up(settings, guardrail):
                 if response.status_code == 200:
                     break
                 await _yield_to_the_warm_up()
-    assert response.json() == {"status": "ready"}
+    assert response.json() == {
+        "status": "ready",
+        "store": {"backend": "memory", "degraded": False, "outages": 0},
+    }
     assert guardrail.warmed
     assert guardrail.calls == []  # warming up reviews nothing, so no rewrite model is called
 

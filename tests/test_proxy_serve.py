@@ -58,6 +58,7 @@ def test_a_good_config_starts_one_in_process_server(tmp_path, runs, pipeline, mo
         "warning",
     )
     assert options["log_config"]["loggers"]["guardrail"]["level"] == "WARNING"
+    assert options["timeout_keep_alive"] == 75
 
 
 def test_workers_load_the_same_file_through_the_environment(tmp_path, runs, pipeline, monkeypatch):

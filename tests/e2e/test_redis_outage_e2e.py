@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator
 import httpx
 import openai
 import pytest
+from _redis_server import RedisServer
 from openai.types.chat import ChatCompletionMessageParam
-from test_store_resilient import RedisServer
 
 from eval.load_test import metric_total
 from eval.loopback import Script, StubUpstream, serve
@@ -161,6 +161,11 @@ def degraded_then_recovered(
     assert degraded["shared_requests"] == healthy["shared_requests"] + during
     ready = httpx.get(f"{proxy_url}/readyz", timeout=5)
     assert ready.status_code == 200, "a degraded store still serves: the proxy stays ready"
+    assert ready.json()["store"] == {
+        "backend": "redis",
+        "degraded": True,
+        "outages": healthy["store_outages"] + 1,
+    }
     time.sleep(max(0.0, OUTAGE_HOLD_S - (time.monotonic() - started)))  # the probe fails too
 
     resume()
