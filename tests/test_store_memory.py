@@ -71,19 +71,15 @@ async def test_audit_trail_is_capped() -> None:
     assert await store.read_audit(0) == []
 
 
-async def test_take_and_restore_pending_keep_order_and_totals() -> None:
+async def test_take_pending_empties_counts_and_audit() -> None:
     store = MemoryStore(audit_maxlen=4)
     await store.increment("requests", amount=2)
     await store.append_audit(entry(1))
     await store.append_audit(entry(2))
     counters, entries = store.take_pending()
     assert counters == {CounterKey("requests"): 2}
-    assert await store.counters() == {}
-    await store.increment("requests")
-    await store.append_audit(entry(3))
-    store.restore_pending(counters, entries)
-    assert await store.counters() == {CounterKey("requests"): 3}
-    assert [e.time for e in await store.read_audit()] == [1.0, 2.0, 3.0]
+    assert [e.time for e in entries] == [1.0, 2.0]
+    assert await store.counters() == {} and await store.read_audit() == []
 
 
 async def test_status_is_memory() -> None:

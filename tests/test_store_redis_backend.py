@@ -153,9 +153,18 @@ async def test_redis_audit_stream_is_capped_approximately(redis_store: RedisStor
 
 
 @pytest.mark.redis
-async def test_merge_pending_adds_counts_and_entries(redis_store: RedisStore) -> None:
+async def test_merge_pending_adds_counts_and_entries_once_per_token(
+    redis_store: RedisStore,
+) -> None:
     await redis_store.increment("requests", amount=5)
-    await redis_store.merge_pending({CounterKey("requests"): 3}, [entry(7)])
-    await redis_store.merge_pending({}, [])
-    assert await redis_store.counters() == {CounterKey("requests"): 8}
-    assert await redis_store.read_audit() == [entry(7)]
+    counts = {CounterKey("requests"): 3, CounterKey.of("rewrites", {"policy": "p"}): 1}
+    await redis_store.merge_pending(counts, [entry(7), entry(8)], token="t1")
+    await redis_store.merge_pending(counts, [entry(7), entry(8)], token="t1")  # a resend
+    await redis_store.merge_pending({}, [], token="t2")
+    assert await redis_store.counters() == {
+        CounterKey("requests"): 8,
+        CounterKey.of("rewrites", {"policy": "p"}): 1,
+    }
+    assert await redis_store.read_audit() == [entry(7), entry(8)]
+    await redis_store.merge_pending({CounterKey("requests"): 1}, [], token="t3")
+    assert (await redis_store.counters())[CounterKey("requests")] == 9

@@ -6,6 +6,7 @@ import signal
 import socket
 import time
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
@@ -162,3 +163,55 @@ async def test_bad_arguments_raise_instead_of_degrading(store: ResilientStore) -
     with pytest.raises(ValueError, match="requests per minute"):
         await store.hit_rate_limit("client", 0)
     assert not store.status().degraded
+
+
+async def test_a_hand_over_that_times_out_after_landing_is_resent_not_counted_twice(
+    server: RedisServer, store: ResilientStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await one_request(store, 0)
+    server.kill()
+    for n in range(1, 4):
+        await one_request(store, n)
+    assert store.status().degraded
+    merge = store.primary.merge_pending
+    tokens: list[str] = []
+
+    async def lands_then_times_out(*args: Any, token: str) -> None:
+        tokens.append(token)
+        await merge(*args, token=token)
+        if len(tokens) == 1:
+            raise TimeoutError("the reply was lost after Redis applied the hand-over")
+
+    monkeypatch.setattr(store.primary, "merge_pending", lands_then_times_out)
+    server.start()  # an empty Redis: it holds exactly what is handed over from now on
+    await wait_until(lambda: len(tokens) >= 2 and not store.status().degraded)
+    assert tokens[0] == tokens[1]
+    assert await store.counters() == {CounterKey("requests"): 3}
+    assert [e.time for e in await store.read_audit()] == [1.0, 2.0, 3.0]
+
+
+async def test_a_held_hand_over_still_counts_while_degraded_and_goes_first(
+    server: RedisServer, store: ResilientStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server.kill()
+    for n in range(1, 4):
+        await one_request(store, n)
+    merge = store.primary.merge_pending
+    tokens: list[str] = []
+
+    async def refused(*args: Any, token: str) -> None:
+        tokens.append(token)  # fails before any await: no one sees the store in between
+        raise TimeoutError("hand-over refused")
+
+    monkeypatch.setattr(store.primary, "merge_pending", refused)
+    server.start()
+    await wait_until(lambda: len(tokens) >= 2)
+    assert store.status().degraded and len(set(tokens)) == 1
+    await one_request(store, 4)
+    assert await store.counters() == {CounterKey("requests"): 4}
+    assert [e.time for e in await store.read_audit()] == [1.0, 2.0, 3.0, 4.0]
+
+    monkeypatch.setattr(store.primary, "merge_pending", merge)
+    await wait_until(lambda: not store.status().degraded)
+    assert await store.counters() == {CounterKey("requests"): 4}
+    assert [e.time for e in await store.read_audit()] == [1.0, 2.0, 3.0, 4.0]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter, OrderedDict, deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Generic, TypeVar
 
 from guardrail.store.audit import AuditEntry
@@ -126,11 +126,3 @@ class MemoryStore:
         self._counters.clear()
         self._audit.clear()
         return counters, entries
-
-    def restore_pending(
-        self, counters: Mapping[CounterKey, int], entries: Iterable[AuditEntry]
-    ) -> None:
-        """Put back what :meth:`take_pending` returned when the hand-over failed."""
-        self._counters.update(counters)
-        # Older entries go first, and are the ones dropped if the trail is now over length.
-        self._audit = deque([*entries, *self._audit], maxlen=self._audit.maxlen)

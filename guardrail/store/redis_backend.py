@@ -6,6 +6,7 @@ is what turns an outage into a degraded but working store.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 
 import redis.asyncio as aioredis
@@ -39,6 +40,27 @@ def connect(url: str, *, timeout: float = 0.25) -> aioredis.Redis:
         ) from None
 
 
+HANDOVER_MARK_SECONDS = 86_400
+"""How long an applied hand-over's token is remembered (retries come within seconds)."""
+HANDOVER_LUA = """
+-- KEYS: the token's mark, the counters hash, the audit stream.
+-- ARGV: mark lifetime, audit max length, number of counters, then field/amount pairs, then one
+-- JSON array of alternating field names and values per audit entry.
+if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then
+  return 0
+end
+local i = 4
+for _ = 1, tonumber(ARGV[3]) do
+  redis.call('HINCRBY', KEYS[2], ARGV[i], ARGV[i + 1])
+  i = i + 2
+end
+for j = i, #ARGV do
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[2], '*', unpack(cjson.decode(ARGV[j])))
+end
+return 1
+"""
+
+
 class RedisStore:
     def __init__(
         self,
@@ -55,6 +77,7 @@ class RedisStore:
         self._embedding_ttl_ms = int(embedding_ttl * 1000)
         self._audit_maxlen = audit_maxlen
         self._gcra = client.register_script(GCRA_LUA)
+        self._handover = client.register_script(HANDOVER_LUA)
         self._counters_key = f"{prefix}counters"
         self._audit_key = f"{prefix}audit"
 
@@ -117,19 +140,19 @@ class RedisStore:
         ]
 
     async def merge_pending(
-        self, counters: Mapping[CounterKey, int], entries: Sequence[AuditEntry]
+        self, counters: Mapping[CounterKey, int], entries: Sequence[AuditEntry], *, token: str
     ) -> None:
-        """Add counts and audit entries gathered in memory during an outage, all or nothing."""
+        """Add counts and audit entries gathered in memory during an outage, all or nothing,
+        and at most once per ``token``: a hand-over that timed out after Redis applied it can
+        be sent again without counting twice."""
         if not counters and not entries:
             return
-        async with self.client.pipeline(transaction=True) as pipe:
-            for key, amount in counters.items():
-                pipe.hincrby(self._counters_key, key.encode(), amount)
-            for entry in entries:
-                pipe.xadd(
-                    self._audit_key, _fields(entry), maxlen=self._audit_maxlen, approximate=True
-                )
-            await pipe.execute()
+        arguments: list[EncodableT] = [HANDOVER_MARK_SECONDS, self._audit_maxlen, len(counters)]
+        for key, amount in counters.items():
+            arguments += [key.encode(), check_amount(amount)]
+        arguments += [json.dumps(_flat(entry), ensure_ascii=False) for entry in entries]
+        keys = [f"{self.prefix}handover:{token}", self._counters_key, self._audit_key]
+        await self._handover(keys=keys, args=arguments)
 
     def status(self) -> StoreStatus:
         return StoreStatus(backend="redis")
@@ -140,6 +163,10 @@ class RedisStore:
 
 def _text(value: bytes | str) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else value
+
+
+def _flat(entry: AuditEntry) -> list[str]:
+    return [part for pair in entry.to_fields().items() for part in pair]
 
 
 def _fields(entry: AuditEntry) -> dict[FieldT, EncodableT]:

@@ -5,6 +5,10 @@ warning, flips the store to its in-memory fallback and starts a background probe
 Redis with exponential backoff. On the first good ping the store switches back and hands the
 counts and audit entries gathered during the outage over to Redis, so totals stay whole.
 
+A hand-over carries a token and Redis applies each token once, so one that times out after Redis
+applied it is sent again, unchanged, without counting twice. Single writes have no such token:
+one that times out and still lands is also counted in memory (at least once, never lost).
+
 Degraded semantics: caches start cold, rate limits count per worker, and counters read as the
 last shared totals plus this worker's outage counts.
 """
@@ -15,8 +19,10 @@ import asyncio
 import contextlib
 import logging
 import time
+import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
 from redis.exceptions import DataError, RedisError
@@ -34,6 +40,21 @@ T = TypeVar("T")
 OUTAGE_ERRORS = (RedisError, OSError, TimeoutError)
 """Failures of Redis or the way to it. ``DataError`` (a bad argument) is the caller's bug and
 is raised, not mistaken for an outage."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Handover:
+    token: str
+    counters: dict[CounterKey, int]
+    entries: list[AuditEntry]
+
+    @classmethod
+    def take(cls, memory: MemoryStore) -> _Handover | None:
+        """What memory gathered, removed from it under a fresh token; ``None`` if nothing."""
+        counters, entries = memory.take_pending()
+        if not counters and not entries:
+            return None
+        return cls(uuid.uuid4().hex, counters, entries)
 
 
 class ResilientStore:
@@ -58,6 +79,8 @@ class ResilientStore:
         self._outage_started = 0.0
         self._probe: asyncio.Task[None] | None = None
         self._shared_counters: dict[CounterKey, int] = {}
+        self._handover: _Handover | None = None
+        """Outage counts taken from memory whose hand-over is not confirmed yet."""
 
     async def _run(self, operation: Callable[[Store], Awaitable[T]]) -> T:
         if not self._degraded:
@@ -95,23 +118,33 @@ class ResilientStore:
                 self._last_error = f"{type(exc).__name__}: {exc}"
                 continue
             # Switch first, then take what memory gathered: no await separates the two, so no
-            # operation can land in memory after the hand-over has been taken.
+            # operation can land in memory after the hand-over has been taken. A batch whose
+            # hand-over failed is sent again first, as it was, under its own token.
             self._degraded = False
-            counters, entries = self.fallback.take_pending()
-            try:
-                async with asyncio.timeout(self._timeout * 4):
-                    await self.primary.merge_pending(counters, entries)
-            except OUTAGE_ERRORS as exc:
-                self.fallback.restore_pending(counters, entries)
-                self._enter_outage(exc)
-                continue
-            if self._degraded:  # an operation failed again while the hand-over ran
+            counts = entries = 0
+            while True:
+                batch = self._handover or _Handover.take(self.fallback)
+                if batch is None:
+                    break
+                self._handover = batch
+                try:
+                    async with asyncio.timeout(self._timeout * 4):
+                        await self.primary.merge_pending(
+                            batch.counters, batch.entries, token=batch.token
+                        )
+                except OUTAGE_ERRORS as exc:
+                    self._enter_outage(exc)
+                    break
+                self._handover = None
+                counts += sum(batch.counters.values())
+                entries += len(batch.entries)
+            if self._degraded:  # the hand-over or an operation failed again meanwhile
                 continue
             logger.warning(
                 "Redis is back after %.1fs; %d counts and %d audit entries handed over",
                 time.monotonic() - self._outage_started,
-                sum(counters.values()),
-                len(entries),
+                counts,
+                entries,
             )
             return
 
@@ -147,13 +180,18 @@ class ResilientStore:
         # Last shared totals plus this worker's outage counts: never lower than before.
         totals = Counter(self._shared_counters)
         totals.update(await self.fallback.counters())
+        if self._handover is not None:
+            totals.update(self._handover.counters)
         return dict(totals)
 
     async def append_audit(self, entry: AuditEntry) -> None:
         await self._run(lambda store: store.append_audit(entry))
 
     async def read_audit(self, count: int = 100) -> list[AuditEntry]:
-        return await self._run(lambda store: store.read_audit(count))
+        entries = await self._run(lambda store: store.read_audit(count))
+        if self._degraded and self._handover is not None and count > 0:
+            entries = [*self._handover.entries, *entries][-count:]
+        return entries
 
     def status(self) -> StoreStatus:
         return StoreStatus(
