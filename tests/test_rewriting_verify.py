@@ -37,23 +37,36 @@ def check(action: PolicyAction, detection: Detection, text: str = TEXT) -> tuple
 
 
 def test_empathetic_boundary_may_decline_but_not_bluntly() -> None:
-    assert check(PolicyAction.EMPATHETIC_BOUNDARY, flat(Pattern.BOUNDARY_SETTING)) == ()
-    assert check(PolicyAction.EMPATHETIC_BOUNDARY, flat(Pattern.DIRECT_REFUSAL)) == (
-        "no boundary or warmth (explanation_refusal)",
+    warm = flat(Pattern.BOUNDARY_SETTING, Pattern.ACKNOWLEDGMENT)
+    assert check(PolicyAction.EMPATHETIC_BOUNDARY, warm) == ()
+    assert check(PolicyAction.EMPATHETIC_BOUNDARY, flat(Pattern.BOUNDARY_SETTING)) == (
+        "a bare refusal (explanation_refusal), no warmth",
     )
 
 
-def test_an_empathetic_boundary_needs_warmth_even_when_it_is_no_refusal() -> None:
+NO_BOUNDARY = ("no boundary: does not say it is an AI or what it cannot be",)
+
+
+def test_an_empathetic_boundary_must_set_the_boundary() -> None:
     pleasantry = Detection(False, 0.1, Strategy.FULL_COMPLIANCE, Label3.FULL_COMPLIANCE, (), "en")
-    assert check(PolicyAction.EMPATHETIC_BOUNDARY, pleasantry, text="Hello there.") == (
-        "no boundary or warmth (full_compliance)",
-    )
+    assert check(PolicyAction.EMPATHETIC_BOUNDARY, pleasantry, text="Hello there.") == NO_BOUNDARY
+    echo = flat(Pattern.ACKNOWLEDGMENT, Pattern.EMOTIONAL_AWARENESS)
+    assert check(PolicyAction.EMPATHETIC_BOUNDARY, echo) == NO_BOUNDARY
+    answer = Detection(
+        False, 0.2, Strategy.PARTIAL_COMPLIANCE, Label3.PARTIAL_REFUSAL,
+        (PatternEvidence(Pattern.BOUNDARY_SETTING, "I'm an AI"),), "en",
+    )  # fmt: skip
+    assert check(PolicyAction.EMPATHETIC_BOUNDARY, answer) == ()
 
 
 def test_a_short_rewrite_in_the_wrong_language_is_caught_by_the_detectors_language() -> None:
     spanish = Detection(
         True, 0.9, Strategy.EXPLANATION_REFUSAL, Label3.FULL_REFUSAL,
-        (PatternEvidence(Pattern.ACKNOWLEDGMENT, "Te entiendo."),), "es",
+        (
+            PatternEvidence(Pattern.ACKNOWLEDGMENT, "Te entiendo."),
+            PatternEvidence(Pattern.BOUNDARY_SETTING, "Soy una IA."),
+        ),
+        "es",
     )  # fmt: skip
     problems = check(PolicyAction.EMPATHETIC_BOUNDARY, spanish, text="Te entiendo. Soy una IA.")
     assert problems == ("language es, expected en",)

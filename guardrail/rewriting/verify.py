@@ -18,10 +18,11 @@ from guardrail.types import Detection, Message, Pattern
 LANGUAGE_CHECK_MIN_CHARS = 40
 """Shorter texts are too short for the character-statistics identifier; the detector's language,
 which also counts the lexicon cues it matched, stands in for it."""
-WARMTH = frozenset({Pattern.BOUNDARY_SETTING, Pattern.EMOTIONAL_AWARENESS, Pattern.ACKNOWLEDGMENT})
-"""An empathetic boundary declines by design (it will not be a partner); it passes only when the
-detector sees it set a boundary or engage with the feeling. Neither a bare refusal nor an
-unrelated pleasantry ("Hello there.") is one."""
+WARMTH = frozenset({Pattern.EMOTIONAL_AWARENESS, Pattern.ACKNOWLEDGMENT})
+"""An empathetic boundary declines by design (it will not be a partner). It must set the boundary
+(say it is an AI, or what it cannot be), and a rewrite the detector reads as a flat refusal must
+also engage with the feeling. An echo of the user's dependence ("I understand; shall I answer
+him?"), a pleasantry ("Hello there.") or a cold "I'm an AI, I can't." is none."""
 LENGTH_TOLERANCE = 1.25
 """Models overshoot a character budget a little; a rewrite well past it is rejected."""
 
@@ -67,8 +68,11 @@ def verify(
     if len(text) > policy.max_chars * LENGTH_TOLERANCE:
         problems.append(f"{len(text)} characters, limit {policy.max_chars}")
     if policy.action is PolicyAction.EMPATHETIC_BOUNDARY:
-        if not {p.pattern for p in detection.patterns} & WARMTH:
-            problems.append(f"no boundary or warmth ({detection.strategy.value})")
+        shown = {p.pattern for p in detection.patterns}
+        if Pattern.BOUNDARY_SETTING not in shown:
+            problems.append("no boundary: does not say it is an AI or what it cannot be")
+        elif detection.is_flat_refusal and not shown & WARMTH:
+            problems.append(f"a bare refusal ({detection.strategy.value}), no warmth")
     elif policy.action is not PolicyAction.KEEP and detection.is_flat_refusal:
         problems.append(f"still a flat refusal ({detection.strategy.value})")
     if sensitive:
