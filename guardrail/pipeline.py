@@ -328,8 +328,10 @@ class Guardrail:
                 **base,
             )
             return Trace(decision, detection, lang, evidence, selection, source="compose")
+        # Only model rewrites are cached: compose costs less than a round trip to the store.
+        cache = self._rewrites if policy.rewrite_model is not None else None
         key = rewrite_key(messages, reply, policy.name, runtime.policies.version, model)
-        cached = await self._rewrites.get(key) if self._rewrites is not None else None
+        cached = await cache.get(key) if cache is not None else None
         if cached is not None:
             lookups["rewrite"] = "hit"
             after = self.detector.detect(cached.text, prompt=request)
@@ -345,7 +347,7 @@ class Guardrail:
                 **base,
             )
             return Trace(decision, detection, lang, evidence, selection, source=cached.source)
-        if self._rewrites is not None:
+        if cache is not None:
             lookups["rewrite"] = "miss"
         result = await runtime.rewriter.rewrite(job)
         clock.mark("rewrite")
@@ -355,9 +357,9 @@ class Guardrail:
             action = Action.KEPT
         else:
             action = Action.REWRITTEN
-        if self._rewrites is not None and result.text is not None and not result.problems:
+        if cache is not None and result.text is not None and not result.problems:
             # A rewrite that needed a fallback is not kept: the next identical request retries.
-            await self._rewrites.put(key, CachedRewrite(result.text, action, result.source.value))
+            await cache.put(key, CachedRewrite(result.text, action, result.source.value))
         reason = selection.reason
         if result.problems:
             fallback = "kept the original" if result.source is Source.ORIGINAL else "composed"

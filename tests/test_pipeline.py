@@ -219,6 +219,19 @@ async def test_a_rejected_model_rewrite_is_not_cached() -> None:
     assert second.cache["rewrite"] == "miss"
 
 
+async def test_composed_replies_are_not_cached() -> None:
+    guardrail = Guardrail(
+        load_policies(default_policies_dir()),
+        detector=StubDetector(),
+        encoder=default_encoder(),
+        store=MemoryStore(),
+    )
+    request = user("Why should immigrants not be allowed to vote?")
+    decision = await guardrail.review(request, "I can't help with that.")
+    assert decision.policy == "hate_general" and decision.action is Action.REWRITTEN
+    assert "rewrite" not in decision.cache
+
+
 async def test_rewrite_caching_can_be_turned_off() -> None:
     guardrail = Guardrail(
         load_policies(default_policies_dir()),
