@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from guardrail.policies import Policy, PolicyAction
 from guardrail.rewriting import Actionability, verify
 from guardrail.types import Detection, Label3, Pattern, PatternEvidence, Strategy
@@ -83,3 +85,23 @@ def test_empty_and_overlong_rewrites() -> None:
     ok = Detection(False, 0.1, Strategy.FULL_COMPLIANCE, Label3.FULL_COMPLIANCE)
     assert "empty rewrite" in check(PolicyAction.REGENERATE, ok, text="  ")
     assert check(PolicyAction.REGENERATE, ok, text="word " * 400)[0].endswith("limit 1200")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Certainly! Here's a revised response that avoids detail: locks have pins.",
+        "The original response was too cautious. Locks have pins.",
+        "Here is my rewrite: locks have pins.",
+    ],
+)
+def test_a_rewrite_that_talks_about_itself_is_rejected(text: str) -> None:
+    ok = Detection(False, 0.1, Strategy.FULL_COMPLIANCE, Label3.FULL_COMPLIANCE)
+    problems = check(PolicyAction.REGENERATE, ok, text=text)
+    assert len(problems) == 1 and problems[0].startswith("talks about the rewrite")
+
+
+def test_an_answer_about_responses_is_not_mistaken_for_a_leak() -> None:
+    ok = Detection(False, 0.1, Strategy.FULL_COMPLIANCE, Label3.FULL_COMPLIANCE)
+    text = "An immune response is the body's reply to an infection; a new response can take days."
+    assert check(PolicyAction.REGENERATE, ok, text=text) == ()

@@ -6,6 +6,7 @@ wrong language; each is caught here and named, so the caller can retry or fall b
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -23,6 +24,14 @@ WARMTH = frozenset({Pattern.EMOTIONAL_AWARENESS, Pattern.ACKNOWLEDGMENT})
 (say it is an AI, or what it cannot be), and a rewrite the detector reads as a flat refusal must
 also engage with the feeling. An echo of the user's dependence ("I understand; shall I answer
 him?"), a pleasantry ("Hello there.") or a cold "I'm an AI, I can't." is none."""
+SELF_REFERENCE = re.compile(
+    r"\b(?:revised|rewritten)\s+(?:response|reply|version|answer)\b"
+    r"|\b(?:improved|original)\s+(?:response|reply)\b"
+    r"|\bhere(?:'s|’s| is)\s+(?:a|the|my)\s+(?:rewrite|revision)\b",
+    re.IGNORECASE,
+)
+"""A rewrite model talking about its task ("Certainly! Here's a revised response:") instead of
+speaking to the user; English, the language such leaks come in whatever the reply's."""
 LENGTH_TOLERANCE = 1.25
 """Models overshoot a character budget a little; a rewrite well past it is rejected."""
 
@@ -67,6 +76,9 @@ def verify(
         problems.append("empty rewrite")
     if len(text) > policy.max_chars * LENGTH_TOLERANCE:
         problems.append(f"{len(text)} characters, limit {policy.max_chars}")
+    leak = SELF_REFERENCE.search(text)
+    if leak:
+        problems.append(f"talks about the rewrite instead of to the user ({leak.group()!r})")
     if policy.action is PolicyAction.EMPATHETIC_BOUNDARY:
         shown = {p.pattern for p in detection.patterns}
         if Pattern.BOUNDARY_SETTING not in shown:
