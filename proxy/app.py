@@ -132,7 +132,7 @@ def create_app(
         body, chat = parse_chat_request(await limits.read_body(request), limits)
         record.model, record.stream = chat.model, bool(chat.stream)
         review = accounting.watch(
-            bind_review(pipeline, chat.messages, model=chat.model, client_key=client_key),
+            bind_review(pipeline, chat.messages, model=chat.model, client_key=record.key_id),
             record,
             messages=chat.messages,
             client_key=client_key,

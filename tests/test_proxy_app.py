@@ -22,7 +22,7 @@ from proxy_doubles import (
     text_chunks,
 )
 
-from guardrail.store import MemoryStore
+from guardrail.store import MemoryStore, key_id
 from proxy.app import create_app
 from proxy.config import ProxySettings
 
@@ -422,7 +422,7 @@ class TestAuthentication:
         response = await client.get("/v1/models", headers={"authorization": "Bearer key-three"})
         assert response.status_code == 401
 
-    async def test_a_listed_key_is_accepted_and_reaches_the_review(
+    async def test_a_listed_key_is_accepted_and_its_id_reaches_the_review(
         self, client, upstream, guardrail
     ):
         _reply(upstream, completion())
@@ -432,7 +432,7 @@ class TestAuthentication:
             headers={"authorization": "Bearer key-two"},
         )
         assert response.status_code == 200
-        assert guardrail.calls[0].client_key == "key-two"
+        assert guardrail.calls[0].client_key == key_id("key-two")  # an id, never the secret
 
     async def test_health_needs_no_key(self, client):
         assert (await client.get("/healthz")).status_code == 200
