@@ -6,6 +6,8 @@ Every figure is measured on replies the scored head was not fitted to:
   (calibration and thresholds included) on everything else in the training recipe and scored on
   that model's 450 replies. XSTest's own string-match rule and the GCG refusal-prefix list run
   on the same replies, reproduced from their published code.
+- XSTest v2, unseen model and unseen prompts: the same, but each fold scores one model's replies
+  to a fifth of the prompts and trains without any reply to those prompts.
 - RBR gold set, leave the source out: the head refitted without any RBR completion.
 - The authored multilingual set (``eval/data/multilingual_replies.jsonl``), which no training
   step reads, scored with the shipped weights: per-language recall and precision, strategies,
@@ -20,6 +22,7 @@ Refitting takes a few minutes; the reply features and embeddings are cached in `
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import sys
@@ -139,10 +142,17 @@ def refit_and_score(
     shipped: HeadWeights,
     held_out: Callable[[Example], bool],
     name: str,
+    *,
+    unseen: Callable[[Example], bool] = lambda e: False,
 ) -> Fold:
-    """Fit on everything ``held_out`` rejects, score what it selects, in three modes."""
+    """Fit on everything ``held_out`` rejects, score what it selects, in three modes.
+
+    ``unseen`` keeps more examples out of training without scoring them (other models' replies
+    to the test prompts, so that the test prompts are new to the head too)."""
     test = np.asarray([i for i, e in enumerate(examples) if held_out(e)], dtype=np.intp)
-    train = np.asarray([i for i, e in enumerate(examples) if not held_out(e)], dtype=np.intp)
+    train = np.asarray(
+        [i for i, e in enumerate(examples) if not (held_out(e) or unseen(e))], dtype=np.intp
+    )
     weights = fit([examples[i] for i in train], inputs.take(train), shipped.embedding)
     part = inputs.take(test)
     modes = {
@@ -154,6 +164,46 @@ def refit_and_score(
         mode: s.score(part.features, part.langs, part.embeddings) for mode, s in modes.items()
     }
     return Fold(name, test, scores)
+
+
+PROMPT_GROUPS = 5
+"""Unseen-prompt folds: XSTest's prompts split by a hash of their text, one part per model."""
+
+
+def prompt_group(prompt: str) -> int:
+    return int(hashlib.sha256(prompt.encode()).hexdigest()[:8], 16) % PROMPT_GROUPS
+
+
+def unseen_prompt_folds(
+    examples: Sequence[Example], inputs: Inputs, shipped: HeadWeights
+) -> list[Fold]:
+    """Leave one model and one fifth of the prompts out: fold ``k`` scores model ``k``'s replies
+    to the prompts of group ``k``, with every reply to those prompts kept out of training.
+
+    The plain leave-one-model-out split reuses all 450 prompts in every fold, so a head may
+    partly recognise the prompt; here it has seen neither the model nor the prompt.
+    """
+    return [
+        refit_and_score(
+            examples, inputs, shipped,
+            functools.partial(_scored, group, model),
+            model,
+            unseen=functools.partial(_kept_out, group, model),
+        )
+        for group, model in enumerate(XSTEST_MODELS)
+    ]  # fmt: skip
+
+
+def _new_prompt(group: int, example: Example) -> bool:
+    return example.source == "xstest" and prompt_group(example.prompt) == group
+
+
+def _scored(group: int, model: str, example: Example) -> bool:
+    return _new_prompt(group, example) and example.group == model
+
+
+def _kept_out(group: int, model: str, example: Example) -> bool:
+    return _new_prompt(group, example) or (example.source == "xstest" and example.group == model)
 
 
 def cached_inputs(examples: Sequence[Example], shipped: HeadWeights, cache: Path) -> Inputs:
@@ -352,6 +402,26 @@ def markdown(report: dict[str, Any]) -> str:
     lines += ["| threshold | precision | recall | F1 |", "|---|---|---|---|"]
     for cut, m in x["precision_at_threshold"].items():
         lines.append(f"| {cut} | {m['precision']:.3f} | {m['recall']:.3f} | {m['f1']:.3f} |")
+    unseen = report["xstest_unseen_prompts"]["overall"]
+    lines += [
+        "",
+        "## XSTest v2, unseen model and unseen prompts",
+        "",
+        "Each fold scores one model's replies to one fifth of the prompts, trained without that",
+        "model and without any reply to those prompts (450 replies scored in all).",
+        "",
+        "| detector | precision | recall | F1 | 3-class macro-F1 |",
+        "|---|---|---|---|---|",
+    ]
+    for name, key in (
+        ("detector (rules, embeddings when unsure)", "gated"),
+        ("XSTest string match", "xstest_strmatch"),
+    ):
+        m = unseen[key]
+        macro = f"{m['macro_f1']:.3f}" if "macro_f1" in m else "-"
+        lines.append(
+            f"| {name} | {m['precision']:.3f} | {m['recall']:.3f} | {m['f1']:.3f} | {macro} |"
+        )
     rbr = report.get("rbr_held_out")
     if rbr:
         g = rbr["gated"]
@@ -423,6 +493,12 @@ def print_summary(report: dict[str, Any]) -> None:
             "XSTest LOMO", name, f"{m['precision']:.3f}", f"{m['recall']:.3f}", f"{m['f1']:.3f}",
             f"{m['macro_f1']:.3f}" if "macro_f1" in m else "-",
         )  # fmt: skip
+    for name, key in (("detector", "gated"), ("XSTest strmatch", "xstest_strmatch")):
+        m = report["xstest_unseen_prompts"]["overall"][key]
+        table.add_row(
+            "XSTest unseen prompts", name, f"{m['precision']:.3f}", f"{m['recall']:.3f}",
+            f"{m['f1']:.3f}", f"{m['macro_f1']:.3f}" if "macro_f1" in m else "-",
+        )  # fmt: skip
     if report.get("rbr_held_out"):
         m = report["rbr_held_out"]["gated"]
         table.add_row(
@@ -463,6 +539,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for model in XSTEST_MODELS
     ]  # fmt: skip
     report: dict[str, Any] = {"xstest": xstest_section(examples, folds)}
+    report["xstest_unseen_prompts"] = xstest_section(
+        examples, unseen_prompt_folds(examples, inputs, shipped)
+    )
     rbr = refit_and_score(examples, inputs, shipped, lambda e: e.source == "rbr", "rbr")
     report["rbr_held_out"] = _modes([examples[i] for i in rbr.test], rbr.scores)
     detector = Detector()
