@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -55,3 +58,16 @@ class RedisServer:
     def signal(self, signum: int) -> None:
         assert self.process is not None
         os.kill(self.process.pid, signum)
+
+
+@contextmanager
+def running_redis() -> Iterator[RedisServer]:
+    """A started server, killed on the way out (thawed first, should a test leave it frozen)."""
+    server = RedisServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        if server.process is not None:
+            server.signal(signal.SIGCONT)
+        server.kill()

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _redis_server import RedisServer
+from _redis_server import RedisServer, running_redis
 from fastapi import FastAPI, Response
 
 from eval.load_test import (
@@ -149,12 +149,8 @@ def test_the_count_is_awaited_until_it_settles_and_never_overshoots(counting_pro
 
 @pytest.fixture
 def redis_server() -> Iterator[RedisServer]:
-    server = RedisServer()
-    server.start()
-    try:
+    with running_redis() as server:
         yield server
-    finally:
-        server.kill()
 
 
 @pytest.mark.e2e

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
-from _redis_server import RedisServer
+from _redis_server import RedisServer, running_redis
 
 from guardrail.store import AuditEntry, CounterKey, ResilientStore, open_store
 
@@ -21,14 +21,8 @@ LOGGER = "guardrail.store"
 
 @pytest.fixture
 def server() -> Iterator[RedisServer]:
-    server = RedisServer()
-    server.start()
-    try:
+    with running_redis() as server:
         yield server
-    finally:
-        if server.process is not None:
-            server.signal(signal.SIGCONT)
-        server.kill()
 
 
 @pytest.fixture

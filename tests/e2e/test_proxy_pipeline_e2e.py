@@ -13,7 +13,7 @@ import httpx
 import openai
 import pytest
 
-from eval.loopback import Script, StubUpstream, serve
+from eval.loopback import Script, serve
 from guardrail import Action
 from proxy.app import create_app
 from proxy.config import ProxySettings
@@ -24,13 +24,6 @@ BENIGN = [{"role": "user", "content": "How do I kill a Python process that hangs
 REFUSAL = ("I'm", " sorry,", " but", " I", " can't", " help", " with", " that.")
 ANSWER = ("Use", " `kill", " <pid>`", " or", " `pkill", " -f", " script.py`.")
 ACTIONS = {action.value for action in Action}
-
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[tuple[StubUpstream, str]]:
-    upstream = StubUpstream()
-    with serve(upstream.app) as url:
-        yield upstream, url
 
 
 @pytest.fixture(scope="module")

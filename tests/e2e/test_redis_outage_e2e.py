@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 import httpx
 import openai
 import pytest
-from _redis_server import RedisServer
+from _redis_server import RedisServer, running_redis
 from openai.types.chat import ChatCompletionMessageParam
 
 from eval.load_test import metric_total
@@ -43,21 +43,8 @@ RECOVERY_BUDGET_S = 40.0
 
 @pytest.fixture(scope="module")
 def redis_server() -> Iterator[RedisServer]:
-    server = RedisServer()
-    server.start()
-    try:
+    with running_redis() as server:
         yield server
-    finally:
-        if server.process is not None:
-            server.signal(signal.SIGCONT)
-        server.kill()
-
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[tuple[StubUpstream, str]]:
-    upstream = StubUpstream()
-    with serve(upstream.app) as url:
-        yield upstream, url
 
 
 @pytest.fixture(scope="module")
