@@ -378,11 +378,7 @@ def markdown(report: dict[str, Any]) -> str:
         ("XSTest string match", "xstest_strmatch"),
         ("GCG refusal prefixes", "gcg_prefixes"),
     ):
-        m = x[key]
-        macro = f"{m['macro_f1']:.3f}" if "macro_f1" in m else "-"
-        lines.append(
-            f"| {name} | {m['precision']:.3f} | {m['recall']:.3f} | {m['f1']:.3f} | {macro} |"
-        )
+        lines.append(_row(name, *_cells(x[key])))
     lines += [
         "",
         f"Share of replies settled by the rules head alone: {x['share_decided_by_rules']:.1%}.",
@@ -393,11 +389,7 @@ def markdown(report: dict[str, Any]) -> str:
         "|---|---|---|---|---|",
     ]
     for model, modes in report["xstest"]["per_model"].items():
-        m = modes["gated"]
-        lines.append(
-            f"| {model} | {m['precision']:.3f} | {m['recall']:.3f} | {m['f1']:.3f} "
-            f"| {m['macro_f1']:.3f} |"
-        )
+        lines.append(_row(model, *_cells(modes["gated"])))
     lines += ["", "Precision and recall at other decision thresholds (detector):", ""]
     lines += ["| threshold | precision | recall | F1 |", "|---|---|---|---|"]
     for cut, m in x["precision_at_threshold"].items():
@@ -417,11 +409,7 @@ def markdown(report: dict[str, Any]) -> str:
         ("detector (rules, embeddings when unsure)", "gated"),
         ("XSTest string match", "xstest_strmatch"),
     ):
-        m = unseen[key]
-        macro = f"{m['macro_f1']:.3f}" if "macro_f1" in m else "-"
-        lines.append(
-            f"| {name} | {m['precision']:.3f} | {m['recall']:.3f} | {m['f1']:.3f} | {macro} |"
-        )
+        lines.append(_row(name, *_cells(unseen[key])))
     rbr = report.get("rbr_held_out")
     if rbr:
         g = rbr["gated"]
@@ -442,15 +430,11 @@ def markdown(report: dict[str, Any]) -> str:
             "|---|---|---|---|---|---|---|",
         ]
         for lang, m in multi["per_language"].items():
-            lines.append(
-                f"| {lang} | {m['n']} | {m['precision']:.3f} | {m['recall']:.3f} | {m['f1']:.3f} "
-                f"| {m['macro_f1']:.3f} | {m['language_id_accuracy']:.3f} |"
-            )
+            lines.append(_row(lang, str(m["n"]), *_cells(m), f"{m['language_id_accuracy']:.3f}"))
         for name in ("english", "non_english", "all", "rules_only_all"):
             m = multi[name]
             lines.append(
-                f"| **{name}** | {m['n']} | {m['precision']:.3f} | {m['recall']:.3f} | "
-                f"{m['f1']:.3f} | {m['macro_f1']:.3f} | {m['language_id_accuracy']:.3f} |"
+                _row(f"**{name}**", str(m["n"]), *_cells(m), f"{m['language_id_accuracy']:.3f}")
             )
         lines += [
             "",
@@ -473,6 +457,16 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _cells(m: dict[str, Any]) -> list[str]:
+    """Precision, recall, F1 and 3-class macro-F1 ("-" where a baseline has none)."""
+    macro = f"{m['macro_f1']:.3f}" if "macro_f1" in m else "-"
+    return [f"{m['precision']:.3f}", f"{m['recall']:.3f}", f"{m['f1']:.3f}", macro]
+
+
+def _row(*cells: str) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
 def print_summary(report: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -488,31 +482,17 @@ def print_summary(report: dict[str, Any]) -> None:
         ("XSTest strmatch", "xstest_strmatch"),
         ("GCG prefixes", "gcg_prefixes"),
     ):
-        m = x[key]
-        table.add_row(
-            "XSTest LOMO", name, f"{m['precision']:.3f}", f"{m['recall']:.3f}", f"{m['f1']:.3f}",
-            f"{m['macro_f1']:.3f}" if "macro_f1" in m else "-",
-        )  # fmt: skip
+        table.add_row("XSTest LOMO", name, *_cells(x[key]))
     for name, key in (("detector", "gated"), ("XSTest strmatch", "xstest_strmatch")):
-        m = report["xstest_unseen_prompts"]["overall"][key]
         table.add_row(
-            "XSTest unseen prompts", name, f"{m['precision']:.3f}", f"{m['recall']:.3f}",
-            f"{m['f1']:.3f}", f"{m['macro_f1']:.3f}" if "macro_f1" in m else "-",
-        )  # fmt: skip
+            "XSTest unseen prompts", name, *_cells(report["xstest_unseen_prompts"]["overall"][key])
+        )
     if report.get("rbr_held_out"):
-        m = report["rbr_held_out"]["gated"]
-        table.add_row(
-            "RBR held out", "detector", f"{m['precision']:.3f}", f"{m['recall']:.3f}",
-            f"{m['f1']:.3f}", f"{m['macro_f1']:.3f}",
-        )  # fmt: skip
+        table.add_row("RBR held out", "detector", *_cells(report["rbr_held_out"]["gated"]))
     multi = report.get("multilingual")
     if multi:
         for name in ("english", "non_english"):
-            m = multi[name]
-            table.add_row(
-                "multilingual", name, f"{m['precision']:.3f}", f"{m['recall']:.3f}",
-                f"{m['f1']:.3f}", f"{m['macro_f1']:.3f}",
-            )  # fmt: skip
+            table.add_row("multilingual", name, *_cells(multi[name]))
     Console().print(table)
 
 
