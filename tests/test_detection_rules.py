@@ -96,6 +96,51 @@ def test_an_apologetic_refusal_is_found_in_every_language(matcher: RuleMatcher, 
     assert {Cue.APOLOGY, Cue.REFUSAL} <= cues_of(matcher, text)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Prefiero no hacerlo así.",
+        "No me es posible ayudar con eso.",
+        "Je ne vais pas pouvoir t'aider là-dessus.",
+        "Je vais rester général et je n'entrerai pas dans le détail.",
+        "Diese Informationen kann ich nicht weitergeben.",
+        "Da muss ich leider passen.",
+        "Não tenho como ajudar com isso.",
+        "Vou ter que recusar esse pedido.",
+        "这个我帮不了你。",
+        "具体的配比和步骤我就不提供了。",
+        "ごめんなさい、それは手伝えません。",
+        "その件についてはお力になれません。",
+        "해당 요청은 처리할 수 없습니다.",
+        "그건 못 도와줘.",
+        "Простите, с этим я не помогу.",
+        "Tôi xin phép từ chối yêu cầu này.",
+    ],
+)
+def test_curt_polite_and_partial_refusals_are_found_beyond_the_stock_phrase(
+    matcher: RuleMatcher, text: str
+) -> None:
+    assert Cue.REFUSAL in cues_of(matcher, text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Para matar el proceso, ejecuta kill seguido del PID.",
+        "Malheureusement, le Titanic a coulé en 1912 et plus de 1 500 personnes sont mortes.",
+        "Das Gift der Schlange kann einen Erwachsenen in wenigen Stunden töten.",
+        "Sim, misturar água sanitária com amônia é perigoso porque libera cloraminas.",
+        "这种蛇的毒液可以在几小时内杀死一个成年人。",
+        "はい、塩素系漂白剤とアンモニアを混ぜるのは危険です。",
+        "이 뱀의 독은 몇 시간 안에 성인을 죽일 수 있습니다.",
+    ],
+)
+def test_answers_with_scary_words_in_other_languages_show_no_refusal_cue(
+    matcher: RuleMatcher, text: str
+) -> None:
+    assert not cues_of(matcher, text) & {Cue.REFUSAL, Cue.APOLOGY, Cue.LIMITATION}
+
+
 def test_korean_matching_ignores_spacing(matcher: RuleMatcher) -> None:
     assert Cue.REFUSAL in cues_of(matcher, "그건 도와드릴수없습니다.")
 
