@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import random
+import string
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -74,24 +78,24 @@ def test_a_character_script_allows_alternatives_inside_words() -> None:
     assert segments[1].alternatives == (tuple("ありません"), tuple("ございません"))
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "I'm sorry, but I can't help with that.",
-        "Lo siento, pero no puedo ayudarte con eso.",
-        "Je suis désolé, mais je ne peux pas vous aider avec cette demande.",
-        "Tut mir leid, aber dabei kann ich dir leider nicht helfen.",
-        "Desculpe, mas não posso ajudar com isso.",
-        "Mi dispiace, ma non posso aiutarti con questa richiesta.",
-        "Извините, но я не могу помочь с этим.",
-        "عذرًا، لا أستطيع المساعدة في ذلك.",
-        "माफ़ कीजिए, मैं इसमें आपकी मदद नहीं कर सकता।",
-        "Xin lỗi, nhưng tôi không thể giúp bạn việc này.",
-        "抱歉，我无法帮助你完成这个请求。",
-        "申し訳ありませんが、そのご依頼にはお応えできません。",
-        "죄송하지만 그 요청은 도와드릴 수 없습니다.",
-    ],
-)
+APOLOGETIC_REFUSALS = [
+    "I'm sorry, but I can't help with that.",
+    "Lo siento, pero no puedo ayudarte con eso.",
+    "Je suis désolé, mais je ne peux pas vous aider avec cette demande.",
+    "Tut mir leid, aber dabei kann ich dir leider nicht helfen.",
+    "Desculpe, mas não posso ajudar com isso.",
+    "Mi dispiace, ma non posso aiutarti con questa richiesta.",
+    "Извините, но я не могу помочь с этим.",
+    "عذرًا، لا أستطيع المساعدة في ذلك.",
+    "माफ़ कीजिए, मैं इसमें आपकी मदद नहीं कर सकता।",
+    "Xin lỗi, nhưng tôi không thể giúp bạn việc này.",
+    "抱歉，我无法帮助你完成这个请求。",
+    "申し訳ありませんが、そのご依頼にはお応えできません。",
+    "죄송하지만 그 요청은 도와드릴 수 없습니다.",
+]
+
+
+@pytest.mark.parametrize("text", APOLOGETIC_REFUSALS)
 def test_an_apologetic_refusal_is_found_in_every_language(matcher: RuleMatcher, text: str) -> None:
     assert {Cue.APOLOGY, Cue.REFUSAL} <= cues_of(matcher, text)
 
@@ -201,3 +205,55 @@ def test_sentences_keep_their_offsets_in_the_reply() -> None:
     assert [s.text for s in layout.sentences] == expected
     for sentence in layout.sentences:
         assert text[sentence.start : sentence.start + len(sentence.text)] == sentence.text
+
+
+def _new_words(rng: random.Random) -> str:
+    words = (("".join(rng.choices(string.ascii_lowercase, k=9))) for _ in range(20))
+    return f"I can't help with {' '.join(words)}. Sorry, 我无法提供{rng.randrange(10**6)}。"
+
+
+def _settled(matcher: RuleMatcher, bound: int) -> int:
+    """The vocabulary size once a rebuild in progress has been swapped in."""
+    deadline = time.monotonic() + 20
+    while matcher.vocabulary_size > bound and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return matcher.vocabulary_size
+
+
+REFERENCE = [
+    *APOLOGETIC_REFUSALS,
+    "Sure! Here is a recipe for chocolate cake.\n\n1. Mix the flour.\n2. Bake it.",
+    "No. That would be illegal. Here is why: it breaks the law.",
+    "I'm so sorry to hear about your dog. Grief takes time; a vet can help you.",
+]
+
+
+def test_the_vocabulary_stays_bounded_and_matching_is_unchanged_by_rebuilds() -> None:
+    limit = 500
+    matcher = RuleMatcher(max_new_words=limit)
+    built = matcher.vocabulary_size
+    expected = [matcher.analyse(text) for text in REFERENCE]
+    rng = random.Random(0)
+    largest = 0
+    for _ in range(300):  # 6,000 words never seen before
+        matcher.analyse(_new_words(rng))
+        largest = max(largest, matcher.vocabulary_size)
+    assert largest > built + limit  # the limit was reached ...
+    assert _settled(matcher, built + limit) <= built + limit  # ... and the vocabulary renewed
+    assert [matcher.analyse(text) for text in REFERENCE] == expected
+
+
+def test_threads_keep_matching_correctly_while_the_vocabulary_is_renewed() -> None:
+    matcher = RuleMatcher(max_new_words=200)
+    expected = [matcher.analyse(text) for text in REFERENCE]
+
+    def read(seed: int) -> bool:
+        rng = random.Random(seed)
+        same = True
+        for _ in range(40):
+            matcher.analyse(_new_words(rng))
+            same &= [matcher.analyse(text) for text in REFERENCE] == expected
+        return same
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(read, range(4)))

@@ -9,7 +9,9 @@ short replies; a sentence is tokenized only if it contains a word some phrase re
 
 from __future__ import annotations
 
+import functools
 import re
+import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -36,6 +38,10 @@ _CJK = "\u1100-\u11ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
 _CHAR_SCRIPT = re.compile(f"[{_CJK}]")
 _WORD_SCRIPT = re.compile(f"[^\\W\\d_{_CJK}]")
 _WORDS = re.compile(r"[\w']+")
+
+MAX_NEW_WORDS = 50_000
+"""Vocabulary entries a script's matcher may take on past its built size before it is rebuilt
+(about 25 MB); see :class:`_Engine`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +86,38 @@ class _Phrase:
     required: frozenset[int]
 
 
+def _blank(script: Script) -> Language:
+    return spacy.blank("zh" if script is Script.CHAR else "xx")
+
+
+def _tokens(nlp: Language, text: str) -> list[str]:
+    """Lower-case tokens of a phrase, normalised the way sentences are."""
+    return [token.lower_ for token in nlp.make_doc(normalize(text)) if not token.is_space]
+
+
+class _Engine:
+    """A tokenizer and phrase matcher sharing one spaCy vocabulary.
+
+    spaCy adds every word it tokenizes to the vocabulary (and its tokenizer cache) for good,
+    about half a kilobyte each; a proxy that reads replies for weeks would grow without bound.
+    An engine counts as worn once it holds ``max_new_words`` entries more than when built,
+    and is then replaced by a fresh one built from the same segments. Replacing beats spaCy's
+    ``memory_zone``, which may not be entered by two threads at once.
+    """
+
+    def __init__(
+        self, nlp: Language, segments: Sequence[tuple[tuple[str, ...], ...]], max_new_words: int
+    ) -> None:
+        self.nlp = nlp
+        self.matcher = PhraseMatcher(nlp.vocab, attr="LOWER")
+        for ident, alternatives in enumerate(segments):
+            self.matcher.add(str(ident), [Doc(nlp.vocab, words=list(t)) for t in alternatives])
+        self.limit = len(nlp.vocab) + max_new_words
+
+    def worn(self) -> bool:
+        return len(self.nlp.vocab) > self.limit
+
+
 class _ScriptMatcher:
     """The phrases of every lexicon written in one script.
 
@@ -88,17 +126,19 @@ class _ScriptMatcher:
     tens of thousands of patterns (the token ``Matcher`` took 100 ms a sentence with them).
     """
 
-    def __init__(self, script: Script, lexicons: Sequence[Lexicon]) -> None:
+    def __init__(
+        self, script: Script, lexicons: Sequence[Lexicon], max_new_words: int = MAX_NEW_WORDS
+    ) -> None:
         self.script = script
-        self.nlp: Language = spacy.blank("zh" if script is Script.CHAR else "xx")
-        self.matcher = PhraseMatcher(self.nlp.vocab, attr="LOWER")
+        self.max_new_words = max_new_words
+        nlp = _blank(script)
         self.anchors: set[str] = set()
         self.unanchored = script is Script.CHAR
         segment_ids: dict[tuple[tuple[str, ...], ...], int] = {}
         entries: list[_Phrase] = []
         for lexicon in lexicons:
             for cue, phrase, opening in iter_phrases(lexicon):
-                compiled = compile_phrase(phrase, script, self.tokens)
+                compiled = compile_phrase(phrase, script, functools.partial(_tokens, nlp))
                 slots = []
                 for part in compiled:
                     ident = segment_ids.setdefault(part.alternatives, len(segment_ids))
@@ -114,13 +154,10 @@ class _ScriptMatcher:
         for entry in entries:
             key = min(entry.required, key=lambda ident: (shared[ident], ident))
             self.phrases.setdefault(key, []).append(entry)
-        for alternatives, ident in segment_ids.items():
-            docs = [Doc(self.nlp.vocab, words=list(tokens)) for tokens in alternatives]
-            self.matcher.add(str(ident), docs)
-
-    def tokens(self, text: str) -> list[str]:
-        """Lower-case tokens of a phrase, normalised the way sentences are."""
-        return [token.lower_ for token in self.nlp.make_doc(normalize(text)) if not token.is_space]
+        self.segments = tuple(segment_ids)
+        """Token sequences of each segment, indexed by segment id."""
+        self._engine = _Engine(nlp, self.segments, max_new_words)
+        self._renewing = threading.Lock()
 
     def _add_anchor(self, segments: Sequence[Segment]) -> None:
         """Record words a sentence must contain for the phrase to match.
@@ -159,7 +196,8 @@ class _ScriptMatcher:
         The sentences are tokenized and matched as one document (one call into spaCy rather
         than one per sentence); a match counts only within the sentence it starts in.
         """
-        doc = self.nlp.make_doc("\n\n".join(texts))
+        engine = self._engine  # one engine for the whole call, even if another replaces it
+        doc = engine.nlp.make_doc("\n\n".join(texts))
         starts = np.cumsum([0] + [len(t) + 2 for t in texts[:-1]])
         columns = doc.to_array([IDX, IS_PUNCT, IS_SPACE])
         owner = np.searchsorted(starts, columns[:, 0], side="right") - 1
@@ -168,8 +206,8 @@ class _ScriptMatcher:
         first = dict(zip(opened.tolist(), words[position].tolist(), strict=True))
         sentence_of = owner.tolist()
         spans: list[dict[int, list[tuple[int, int]]]] = [{} for _ in texts]
-        strings = self.nlp.vocab.strings
-        for match_id, start, end in self.matcher(doc):
+        strings = engine.nlp.vocab.strings
+        for match_id, start, end in engine.matcher(doc):
             where = sentence_of[start]
             if sentence_of[end - 1] == where:
                 spans[where].setdefault(int(strings[match_id]), []).append((start, end))
@@ -184,7 +222,26 @@ class _ScriptMatcher:
                     ):
                         hits.append(phrase.key)
             found.append(hits)
+        if engine.worn():
+            self._renew(engine)
         return found
+
+    @property
+    def vocabulary_size(self) -> int:
+        return len(self._engine.nlp.vocab)
+
+    def _renew(self, worn: _Engine) -> None:
+        """Start building a fresh engine in the background (about 0.3 s), unless one is being
+        built; callers carry on with the engine they have until it is swapped in."""
+        if self._engine is worn and self._renewing.acquire(blocking=False):
+            threading.Thread(target=self._rebuild, args=(worn,), daemon=True).start()
+
+    def _rebuild(self, worn: _Engine) -> None:
+        try:
+            if self._engine is worn:
+                self._engine = _Engine(_blank(self.script), self.segments, self.max_new_words)
+        finally:
+            self._renewing.release()
 
 
 def _chained(phrase: _Phrase, spans: dict[int, list[tuple[int, int]]], first: int) -> bool:
@@ -213,14 +270,21 @@ def _follows(start: int, previous: int, gap: int, first: int | None) -> bool:
 class RuleMatcher:
     """Finds cues in replies in any bundled language."""
 
-    def __init__(self, lexicons: Iterable[Lexicon] | None = None) -> None:
+    def __init__(
+        self, lexicons: Iterable[Lexicon] | None = None, *, max_new_words: int = MAX_NEW_WORDS
+    ) -> None:
         loaded = list(lexicons) if lexicons is not None else load_lexicons()
         self.languages = frozenset(lexicon.lang for lexicon in loaded)
         self._matchers = [
-            _ScriptMatcher(script, [lex for lex in loaded if lex.script is script])
+            _ScriptMatcher(script, [lex for lex in loaded if lex.script is script], max_new_words)
             for script in Script
             if any(lex.script is script for lex in loaded)
         ]
+
+    @property
+    def vocabulary_size(self) -> int:
+        """Entries in the matchers' spaCy vocabularies: bounded by ``max_new_words`` each."""
+        return sum(matcher.vocabulary_size for matcher in self._matchers)
 
     def analyse(self, text: str) -> Analysis:
         layout = segment(text)
