@@ -1,6 +1,6 @@
 """Speed and memory of the refusal detector on one CPU core: ``python -m eval.bench_detection``.
 
-The process pins itself to a single core and torch to one thread, then measures, on the bundled
+The process pins itself to a single core (the encoder runs one thread), then measures, on the bundled
 XSTest replies (2,250, English) and the authored multilingual replies (792, 13 languages):
 
 - per-reply latency of ``detect()`` when the rules head settles the reply alone;
@@ -47,9 +47,6 @@ def memory_mb() -> dict[str, float]:
 def pin_to_one_core() -> int:
     core = min(os.sched_getaffinity(0))
     os.sched_setaffinity(0, {core})
-    import torch
-
-    torch.set_num_threads(1)
     return core
 
 

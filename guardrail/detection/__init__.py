@@ -4,6 +4,7 @@ Layered cheapest first: multilingual spaCy rules, then (for replies the rules he
 a sentence embedding of the reply's start and a small trained head. See :class:`Detector`.
 """
 
+from guardrail.detection import spacy_without_torch  # noqa: F401  (before rules.py)
 from guardrail.detection.batch import BatchError, detect_file
 from guardrail.detection.detector import Detector, DetectorConfig, DetectorError
 from guardrail.detection.encoder import BUNDLED_MODEL, Encoder, EncoderError, load_encoder
