@@ -1,10 +1,24 @@
-"""Language identification: writing system first, py3langid within it, phrases for short texts."""
+"""Language identification: writing system first, py3langid within it, phrases for short texts;
+the compact, cached form of py3langid's model."""
 
 from __future__ import annotations
 
-import pytest
+import random
+from pathlib import Path
 
-from guardrail.detection.language import identify_language, script_counts
+import numpy as np
+import pytest
+from py3langid.langid import MODEL_DIR, MODEL_FILE, LanguageIdentifier
+from py3langid.modelio import load_model
+
+from guardrail.detection import language
+from guardrail.detection.language import (
+    SCRIPT_LANGUAGES,
+    cache_dir,
+    identify_language,
+    load_identifier,
+    script_counts,
+)
 
 
 @pytest.mark.parametrize(
@@ -50,3 +64,83 @@ def test_scripts_are_counted_by_letter() -> None:
     assert counts["han"] == 2
     assert counts["kana"] == 2
     assert counts["hangul"] == 2
+
+
+SAMPLES = [
+    "Je suis désolé, mais je ne peux pas vous aider avec cette demande.",
+    "Српски језик: Извините, али не могу да помогнем са тим.",
+    "I CANNOT HELP WITH THAT REQUEST.",
+    "Mixed текст with 中文 and emoji 🙂 and a stray \udcff surrogate.",
+    "",
+    "!!!",
+]
+
+
+@pytest.fixture(scope="module")
+def reference() -> LanguageIdentifier:
+    """py3langid's own identifier over the same languages, as the detector used to load it."""
+    ptc, pc, classes, nextmove, row, output = load_model(MODEL_DIR / MODEL_FILE)
+    wanted = {lang for langs in SCRIPT_LANGUAGES.values() for lang in langs}
+    keep = [i for i, lang in enumerate(classes) if lang in wanted]
+    return LanguageIdentifier(
+        np.ascontiguousarray(ptc[:, keep]),
+        np.asarray(pc)[keep],
+        [classes[i] for i in keep],
+        nextmove,
+        output,
+        norm_probs=True,
+        tk_row=row,
+    )
+
+
+def _texts() -> list[str]:
+    rng = random.Random(0)
+    alphabet = "abcdefghijklmnopqrstuvwxyzàéöçñßабвгдежзийклмнопрстуфхцчшщыэюяاحمد्हिंदी中文한국"
+    noise = ["".join(rng.choices(alphabet + " .,", k=rng.randrange(1, 300))) for _ in range(30)]
+    return SAMPLES + noise
+
+
+def test_the_compact_automaton_ranks_exactly_as_py3langid(
+    tmp_path: Path, reference: LanguageIdentifier
+) -> None:
+    for identifier in (load_identifier(None), load_identifier(tmp_path)):
+        for text in _texts():
+            assert identifier.rank(text) == reference.rank(text)
+
+
+def test_the_cache_is_written_once_then_read_without_the_packaged_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = load_identifier(tmp_path)
+    (folder,) = tmp_path.iterdir()
+    assert (folder / "moves.npy").stat().st_size < 16_000_000  # py3langid's table: 39 MB
+
+    def unavailable(path: Path) -> None:
+        raise AssertionError("the packaged model was decompressed again")
+
+    monkeypatch.setattr(language, "load_model", unavailable)
+    again = load_identifier(tmp_path)
+    assert [again.rank(t) for t in SAMPLES] == [first.rank(t) for t in SAMPLES]
+
+
+def test_a_damaged_cache_is_dropped_and_the_model_loaded_into_memory(tmp_path: Path) -> None:
+    expected = [load_identifier(None).rank(t) for t in SAMPLES]
+    load_identifier(tmp_path)
+    (folder,) = tmp_path.iterdir()
+    (folder / "moves.npy").write_bytes(b"")
+    identifier = load_identifier(tmp_path)
+    assert [identifier.rank(t) for t in SAMPLES] == expected
+    assert not folder.exists()  # the next process writes it afresh
+
+
+def test_an_unwritable_cache_falls_back_to_memory(tmp_path: Path) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    assert load_identifier(blocked).rank(SAMPLES[0])[0][0] == "fr"
+
+
+def test_the_cache_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cache_dir() == tmp_path / "guardrail"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/path")
+    assert cache_dir() == Path.home() / ".cache" / "guardrail"

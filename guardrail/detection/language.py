@@ -8,13 +8,24 @@ phrases matched, when exactly one did.
 
 from __future__ import annotations
 
+import hashlib
+import logging
+import math
+import operator
+import os
 import re
+import shutil
+import tempfile
 import threading
+import unicodedata
 from collections import Counter
 from collections.abc import Collection, Mapping
+from pathlib import Path
+from typing import Any
 
 import numpy as np
-from py3langid.langid import MODEL_DIR, MODEL_FILE, LanguageIdentifier
+import numpy.typing as npt
+from py3langid.langid import MODEL_DIR, MODEL_FILE
 from py3langid.modelio import load_model
 
 from guardrail.detection.memory import release_freed_memory
@@ -38,32 +49,191 @@ MIN_LETTERS = 20
 """Below this many letters a statistical guess is no better than the phrase match."""
 MIN_CONFIDENCE = 0.5
 
+_CACHE_FORMAT = "2"
 _lock = threading.Lock()
-_identifier: LanguageIdentifier | None = None
+_identifier: Identifier | None = None
+_log = logging.getLogger(__name__)
 
 
-def _get_identifier() -> LanguageIdentifier:
-    """Load the py3langid model once, keeping only the candidate languages' columns.
+class Identifier:
+    """py3langid's naive Bayes over byte n-grams, with its byte automaton stored compactly.
 
-    ``set_languages`` would keep the full 97-language table as well (28 MB more).
+    py3langid walks a 104,583-state automaton over 256 byte values as a 39 MB table of 32-bit
+    state numbers. Here bytes that move every state alike share one column (197 columns), and
+    a move stores its target's index among the states entered by that column, which fits 16
+    bits: every state but the start is entered by one column only (the last byte of its
+    n-gram). Scores are computed as py3langid computes them, so rankings are the same.
     """
+
+    def __init__(self, tables: Mapping[str, Any]) -> None:
+        self.byte_class = bytes(tables["byte_class"])
+        """``bytes.translate`` table from a byte to its column."""
+        self.moves = np.ascontiguousarray(tables["moves"]).data  # indexes to Python ints
+        self.column_base = tables["column_base"].tolist()
+        """Where the states entered by each column start in the state numbering."""
+        self.row_start = tables["row_start"].tolist()
+        self.output = tables["output"].tolist()
+        """The n-gram feature each state counts, or -1."""
+        self.ptc = np.asarray(tables["ptc"])
+        self.pc = np.asarray(tables["pc"])
+        self.classes: list[str] = tables["classes"].tolist()
+        self.aliases: list[tuple[int, int]] = []
+        """(first, duplicate) columns of a language listed twice (``sr`` in two scripts)."""
+        first: dict[str, int] = {}
+        for i, lang in enumerate(self.classes):
+            if lang in first:
+                self.aliases.append((first[lang], i))
+            else:
+                first[lang] = i
+
+    def rank(self, text: str) -> list[tuple[str, float]]:
+        """Languages by probability, best first (py3langid's ``rank`` with ``norm_probs``)."""
+        if text.isupper():
+            text = text.lower()
+        data = unicodedata.normalize("NFC", text).encode("utf8", errors="surrogatepass")
+        visits = self._visits(data)
+        if visits:
+            index = np.fromiter(visits.keys(), dtype=np.intp, count=len(visits))
+            counts = np.fromiter(visits.values(), dtype=np.float32, count=len(visits))
+            scores = np.log1p(counts) @ self.ptc[index] + self.pc
+        else:
+            scores = np.zeros(len(self.classes), dtype=np.float32)
+        scores *= 1.0 / math.sqrt(len(data) or 1)
+        np.exp(scores - scores.max(), out=scores)
+        scores /= scores.sum()
+        for i, j in self.aliases:
+            scores[i] += scores[j]
+            scores[j] = 0.0
+        merged: dict[str, float] = {}
+        for lang, score in zip(self.classes, scores.tolist(), strict=True):
+            merged.setdefault(lang, score)
+        return sorted(merged.items(), key=operator.itemgetter(1), reverse=True)
+
+    def _visits(self, data: bytes) -> Counter[int] | None:
+        moves, base, row_start, output = self.moves, self.column_base, self.row_start, self.output
+        state = 0
+        found = []
+        for column in data.translate(self.byte_class):
+            state = base[column] + moves[row_start[state] + column]
+            feature = output[state]
+            if feature >= 0:
+                found.append(feature)
+        return Counter(found) if found else None
+
+
+def cache_dir() -> Path:
+    """Where derived model files are kept: ``$XDG_CACHE_HOME/guardrail`` (``~/.cache``)."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    return (Path(base) if os.path.isabs(base) else Path.home() / ".cache") / "guardrail"
+
+
+def _get_identifier() -> Identifier:
     global _identifier
     with _lock:
         if _identifier is None:
-            ptc, pc, classes, nextmove, row, output = load_model(MODEL_DIR / MODEL_FILE)
-            wanted = {lang for langs in SCRIPT_LANGUAGES.values() for lang in langs}
-            keep = [i for i, lang in enumerate(classes) if lang in wanted]
-            _identifier = LanguageIdentifier(
-                np.ascontiguousarray(ptc[:, keep]),
-                np.asarray(pc)[keep],
-                [classes[i] for i in keep],
-                nextmove,
-                output,
-                norm_probs=True,
-                tk_row=row,
-            )
-            release_freed_memory()
+            _identifier = load_identifier(cache_dir())
     return _identifier
+
+
+def load_identifier(cache: Path | None) -> Identifier:
+    """py3langid's model in compact form, keeping only the candidate languages' columns.
+
+    Deriving the compact tables means decompressing the packaged model (0.5 s, 70 MB for a
+    moment). With a ``cache`` directory that is done once: the tables are written there and
+    memory-mapped, so later processes start at once and share the pages they read. Without
+    one, or when it cannot be written, the tables are derived in memory.
+    """
+    model = MODEL_DIR / MODEL_FILE
+    wanted = sorted({lang for langs in SCRIPT_LANGUAGES.values() for lang in langs})
+    tables = None
+    if cache is not None:
+        with model.open("rb") as handle:
+            digest = hashlib.file_digest(handle, "sha256")
+        digest.update(f"{_CACHE_FORMAT}:{','.join(wanted)}".encode())
+        folder = cache / f"py3langid-{digest.hexdigest()[:16]}"
+        try:
+            if not folder.is_dir():
+                tables = _tables(model, wanted)
+                _write_tables(folder, tables)
+            tables = _mapped(folder)
+        except (OSError, ValueError, EOFError) as exc:
+            _log.warning("language model cache %s unusable (%s); loading into memory", folder, exc)
+            shutil.rmtree(folder, ignore_errors=True)  # written afresh by the next process
+    identifier = Identifier(tables or _tables(model, wanted))
+    release_freed_memory()  # the decompressed model
+    return identifier
+
+
+def _tables(model: Path, wanted: Collection[str]) -> dict[str, npt.NDArray[Any]]:
+    """The model's arrays in compact form, language columns narrowed to ``wanted``.
+
+    ``set_languages`` would keep the full 97-language table as well (28 MB more)."""
+    ptc, pc, classes, nextmove, row, output = load_model(model)
+    keep = [i for i, lang in enumerate(classes) if lang in wanted]
+    moves = np.frombuffer(nextmove, dtype=np.uint32).reshape(-1, 256)
+    row_of = np.frombuffer(row, dtype=np.uint16).astype(np.int64)
+    seen: dict[bytes, int] = {}
+    byte_class = [seen.setdefault(moves[:, byte].tobytes(), len(seen)) for byte in range(256)]
+    width = len(seen)
+    moves = moves[:, [byte_class.index(column) for column in range(width)]]  # one per class
+    # The column entering each state (the start state, 0, is entered by many: left as -1).
+    entered_by = np.full(len(row_of), -1)
+    entered_by[moves.ravel()] = np.tile(np.arange(width), len(moves))
+    entered_by[0] = -1
+    if (entered_by[1:] < 0).any() or (entered_by[moves] != np.arange(width))[moves != 0].any():
+        raise ValueError("py3langid's automaton has a state entered by two byte classes")
+    # New numbering: per column, the start state then the states it enters, in old order.
+    order = np.lexsort((np.arange(len(row_of)), entered_by))[1:]  # old ids, start state dropped
+    sizes = np.bincount(entered_by[order], minlength=width) + 1
+    column_base = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    old_of_new = np.zeros(int(sizes.sum()), dtype=np.int64)  # start-state copies stay 0
+    new_of_old = np.zeros(len(row_of), dtype=np.int64)
+    rank = np.arange(len(order)) - np.repeat(np.cumsum(sizes - 1) - (sizes - 1), sizes - 1)
+    new_of_old[order] = column_base[entered_by[order]] + 1 + rank
+    old_of_new[new_of_old[order]] = order
+    local = new_of_old[moves] - column_base[np.arange(width)]  # 0 for the start state
+    local[moves == 0] = 0
+    dtype = np.uint16 if sizes.max() <= 1 << 16 else np.uint32
+    return {
+        "byte_class": np.asarray(byte_class, dtype=np.uint8),
+        "moves": local.astype(dtype).ravel(),
+        "column_base": column_base,
+        "row_start": row_of[old_of_new] * width,
+        "output": np.asarray(output, dtype=np.int32)[old_of_new],
+        "ptc": np.ascontiguousarray(ptc[:, keep]),
+        "pc": np.asarray(pc)[keep],
+        "classes": np.asarray([classes[i] for i in keep]),
+    }
+
+
+def _write_tables(folder: Path, tables: Mapping[str, npt.NDArray[Any]]) -> None:
+    """Write the tables as ``.npy`` files into a fresh directory, then rename it into place,
+    so a reader never sees a partial cache; if another process got there first, keep theirs."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    try:
+        for name, table in tables.items():
+            with (staging / f"{name}.npy").open("wb") as handle:
+                np.save(handle, table, allow_pickle=False)
+                handle.flush()
+                os.fsync(handle.fileno())
+        try:
+            staging.rename(folder)
+        except OSError:
+            if not folder.is_dir():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _mapped(folder: Path) -> dict[str, Any]:
+    """The cached tables, the move table memory-mapped (read through a ``memoryview``, which
+    indexes to Python ints as fast as an ``array``)."""
+    tables: dict[str, Any] = {
+        path.stem: np.load(path, mmap_mode="r", allow_pickle=False) for path in folder.glob("*.npy")
+    }
+    tables["moves"] = memoryview(tables["moves"])
+    return tables
 
 
 _SCRIPTS = {
