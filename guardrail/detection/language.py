@@ -112,13 +112,14 @@ class Identifier:
     def _visits(self, data: bytes) -> Counter[int] | None:
         moves, base, row_start, output = self.moves, self.column_base, self.row_start, self.output
         state = 0
-        found = []
+        found: list[int] = []
+        visit = found.append
         for column in data.translate(self.byte_class):
             state = base[column] + moves[row_start[state] + column]
-            feature = output[state]
-            if feature >= 0:
-                found.append(feature)
-        return Counter(found) if found else None
+            visit(output[state])
+        counts = Counter(found)
+        del counts[-1]  # states that complete no n-gram
+        return counts or None
 
 
 def cache_dir() -> Path:
