@@ -53,9 +53,9 @@ class Scorer:
         """Which replies the full head should see: covered language, rules head unsure.
 
         ``rules``: the rules head's refusal probabilities, when already computed."""
-        covered = np.asarray([self.weights.embedding.covers(lang) for lang in langs], dtype=bool)
         if not self.use_embeddings:
             return np.zeros(len(langs), dtype=bool)
+        covered = np.asarray([self.weights.embedding.covers(lang) for lang in langs], dtype=bool)
         if not self.gate:
             return covered
         if rules is None:
