@@ -19,8 +19,10 @@ _BOUNDARY = re.compile(
     r"|(?<=[。！？؟।])\s*"  # scripts without a space after the full stop
 )
 _LETTER = re.compile(r"[^\W\d_]")
-_MARKUP = re.compile(r"[*_`#>|\s]+")
+_MARKUP = re.compile(r"(?! (?![*_`#>|\s]))[*_`#>|\s]+")
+"""Runs of markdown and whitespace, except a lone space (which would be replaced by itself)."""
 _QUOTES = str.maketrans({"’": "'", "‘": "'", "´": "'", "`": "'", "“": '"', "”": '"'})
+_CURLY = re.compile("[’‘´`“”]")
 
 MAX_CHARS = 20_000
 """Replies are analysed up to this length; a refusal never hides beyond it."""
@@ -53,7 +55,9 @@ _QUOTED = re.compile(
 
 def normalize(text: str) -> str:
     """What the matcher reads: NFKC, straight quotes, no markdown, no quoted speech."""
-    text = unicodedata.normalize("NFKC", text).translate(_QUOTES)
+    text = unicodedata.normalize("NFKC", text)
+    if _CURLY.search(text):
+        text = text.translate(_QUOTES)
     return _MARKUP.sub(" ", _QUOTED.sub(" ", text)).strip()
 
 
