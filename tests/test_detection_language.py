@@ -64,6 +64,10 @@ def test_scripts_are_counted_by_letter() -> None:
     assert counts["han"] == 2
     assert counts["kana"] == 2
     assert counts["hangul"] == 2
+    latin = script_counts("Hello, wörld 123!")
+    assert latin["latin"] == 10
+    assert set(latin) == set(counts)
+    assert sum(latin.values()) == 10
 
 
 SAMPLES = [

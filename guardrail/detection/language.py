@@ -248,8 +248,17 @@ _SCRIPTS = {
 }
 
 
+_NOT_LATIN = re.compile(
+    "[" + "".join(p.pattern[1:-1] for name, p in _SCRIPTS.items() if name != "latin") + "]"
+)
+
+
 def script_counts(text: str) -> Counter[str]:
     """Characters per writing system: latin, cyrillic, arabic, devanagari, hangul, kana, han."""
+    if not _NOT_LATIN.search(text):  # most replies: one search instead of six counts
+        counts = dict.fromkeys(_SCRIPTS, 0)
+        counts["latin"] = len(_SCRIPTS["latin"].findall(text))
+        return Counter(counts)
     return Counter({name: len(pattern.findall(text)) for name, pattern in _SCRIPTS.items()})
 
 

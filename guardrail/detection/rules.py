@@ -223,8 +223,10 @@ class _ScriptMatcher:
         columns = doc.to_array([IDX, IS_PUNCT, IS_SPACE])
         owner = np.searchsorted(starts, columns[:, 0], side="right") - 1
         words = np.flatnonzero((columns[:, 1] == 0) & (columns[:, 2] == 0))
-        opens = words[np.diff(owner[words], prepend=-1) != 0]  # each sentence's first word
-        first = dict(zip(owner[opens].tolist(), opens.tolist(), strict=True))
+        owners = owner[words]
+        leads = np.ones(len(words), dtype=bool)  # each sentence's first word
+        leads[1:] = owners[1:] != owners[:-1]
+        first = dict(zip(owners[leads].tolist(), words[leads].tolist(), strict=True))
         sentence_of = owner.tolist()
         spans: list[defaultdict[int, list[tuple[int, int]]]] = [defaultdict(list) for _ in texts]
         segment_of = engine.segment_of
