@@ -49,7 +49,7 @@ MIN_LETTERS = 20
 """Below this many letters a statistical guess is no better than the phrase match."""
 MIN_CONFIDENCE = 0.5
 
-_CACHE_FORMAT = "2"
+_CACHE_FORMAT = "3"
 _lock = threading.Lock()
 _identifier: Identifier | None = None
 _log = logging.getLogger(__name__)
@@ -68,11 +68,14 @@ class Identifier:
     def __init__(self, tables: Mapping[str, Any]) -> None:
         self.byte_class = bytes(tables["byte_class"])
         """``bytes.translate`` table from a byte to its column."""
-        self.moves = np.ascontiguousarray(tables["moves"]).data  # indexes to Python ints
+        # Memory views index to Python ints about as fast as lists do, and in the detector,
+        # where matching evicts these tables from the CPU caches between replies, faster than
+        # lists of 100,000 int objects (and 6 MB smaller).
+        self.moves = np.ascontiguousarray(tables["moves"]).data
         self.column_base = tables["column_base"].tolist()
         """Where the states entered by each column start in the state numbering."""
-        self.row_start = tables["row_start"].tolist()
-        self.output = tables["output"].tolist()
+        self.row_start = np.ascontiguousarray(tables["row_start"], dtype=np.int32).data
+        self.output = np.ascontiguousarray(tables["output"], dtype=np.int32).data
         """The n-gram feature each state counts, or -1."""
         self.ptc = np.asarray(tables["ptc"])
         self.pc = np.asarray(tables["pc"])
@@ -199,7 +202,7 @@ def _tables(model: Path, wanted: Collection[str]) -> dict[str, npt.NDArray[Any]]
         "byte_class": np.asarray(byte_class, dtype=np.uint8),
         "moves": local.astype(dtype).ravel(),
         "column_base": column_base,
-        "row_start": row_of[old_of_new] * width,
+        "row_start": (row_of[old_of_new] * width).astype(np.int32),
         "output": np.asarray(output, dtype=np.int32)[old_of_new],
         "ptc": np.ascontiguousarray(ptc[:, keep]),
         "pc": np.asarray(pc)[keep],
