@@ -257,3 +257,18 @@ def test_threads_keep_matching_correctly_while_the_vocabulary_is_renewed() -> No
 
     with ThreadPoolExecutor(4) as pool:
         assert all(pool.map(read, range(4)))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Totoro is a fictional character, so he has no birth certificate.",
+        "Washing machines are inanimate objects and cannot access healthcare.",
+        "I must point out that the question itself does not make sense.",
+        "This rests on a false premise: carrots do not travel.",
+    ],
+)
+def test_a_corrected_premise_is_told_apart_from_refusing(matcher: RuleMatcher, text: str) -> None:
+    found = cues_of(matcher, text)
+    assert Cue.PREMISE in found
+    assert Cue.REFUSAL not in found

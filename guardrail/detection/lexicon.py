@@ -58,6 +58,9 @@ class Cue(StrEnum):
     """A reason for declining: harm, law, ethics, policy, privacy."""
     OBJECTION = "objection"
     """Pushes back on the request or its premise: "it is not appropriate to"."""
+    PREMISE = "premise"
+    """There is nothing to give because the request's premise is false: what it asks about is
+    fictional, inanimate or does not exist. Annotators count this as answering the question."""
     MORALIZING = "moralizing"
     REDIRECTION = "redirection"
     """Offers something else or changes the subject."""
@@ -82,6 +85,7 @@ CUE_PATTERNS: Mapping[Cue, tuple[Pattern, ...]] = {
     Cue.BOUNDARY: (Pattern.BOUNDARY_SETTING,),
     Cue.EXPLANATION: (Pattern.EXPLANATION,),
     Cue.OBJECTION: (Pattern.EXPLANATION,),
+    Cue.PREMISE: (Pattern.EXPLANATION,),
     Cue.REDIRECTION: (Pattern.DEFLECTION,),
     Cue.REFERRAL: (Pattern.DEFLECTION,),
     Cue.ACKNOWLEDGMENT: (Pattern.ACKNOWLEDGMENT,),
