@@ -127,11 +127,17 @@ def test_the_cache_is_written_once_then_read_without_the_packaged_model(
     assert [again.rank(t) for t in SAMPLES] == [first.rank(t) for t in SAMPLES]
 
 
-def test_a_damaged_cache_is_dropped_and_the_model_loaded_into_memory(tmp_path: Path) -> None:
+@pytest.mark.parametrize("damage", ["truncate", "remove"])
+def test_a_damaged_cache_is_dropped_and_the_model_loaded_into_memory(
+    tmp_path: Path, damage: str
+) -> None:
     expected = [load_identifier(None).rank(t) for t in SAMPLES]
     load_identifier(tmp_path)
     (folder,) = tmp_path.iterdir()
-    (folder / "moves.npy").write_bytes(b"")
+    if damage == "truncate":
+        (folder / "moves.npy").write_bytes(b"")
+    else:
+        (folder / "output.npy").unlink()
     identifier = load_identifier(tmp_path)
     assert [identifier.rank(t) for t in SAMPLES] == expected
     assert not folder.exists()  # the next process writes it afresh

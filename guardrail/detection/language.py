@@ -50,6 +50,7 @@ MIN_LETTERS = 20
 MIN_CONFIDENCE = 0.5
 
 _CACHE_FORMAT = "3"
+_TABLES = {"byte_class", "moves", "column_base", "row_start", "output", "ptc", "pc", "classes"}
 _lock = threading.Lock()
 _identifier: Identifier | None = None
 _log = logging.getLogger(__name__)
@@ -230,13 +231,13 @@ def _write_tables(folder: Path, tables: Mapping[str, npt.NDArray[Any]]) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _mapped(folder: Path) -> dict[str, Any]:
-    """The cached tables, the move table memory-mapped (read through a ``memoryview``, which
-    indexes to Python ints as fast as an ``array``)."""
-    tables: dict[str, Any] = {
+def _mapped(folder: Path) -> dict[str, npt.NDArray[Any]]:
+    """The cached tables, memory-mapped."""
+    tables = {
         path.stem: np.load(path, mmap_mode="r", allow_pickle=False) for path in folder.glob("*.npy")
     }
-    tables["moves"] = memoryview(tables["moves"])
+    if tables.keys() != _TABLES:
+        raise ValueError(f"expected the tables {sorted(_TABLES)}")
     return tables
 
 
