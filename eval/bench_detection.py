@@ -1,7 +1,8 @@
 """Speed and memory of the refusal detector on one CPU core: ``python -m eval.bench_detection``.
 
-The process pins itself to a single core (the encoder runs one thread), then measures, on the bundled
-XSTest replies (2,250, English) and the authored multilingual replies (792, 13 languages):
+The process pins itself to a single core (the encoder runs one thread), then measures, on the
+bundled XSTest replies (2,250, English) and the authored multilingual replies (792, 13
+languages):
 
 - per-reply latency of ``detect()`` when the rules head settles the reply alone;
 - per-reply latency when the reply's start is embedded and the full head decides (the replies the

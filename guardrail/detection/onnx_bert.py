@@ -1,11 +1,11 @@
 """A BERT sentence-embedding model run on ONNX Runtime, built from its safetensors weights.
 
 The graph is assembled in memory from the model folder (no export step, no file written), with
-the word-embedding lookup left outside it, in half precision. Linear layers are quantized to int8 per output
-channel in the graph itself (``DynamicQuantizeLinear`` + ``MatMulInteger``, standard ONNX ops),
-which is what ONNX Runtime's own dynamic quantization produces, without its temporary files or
-the extra second it takes. Nothing here imports torch: spaCy, the encoder and the head together
-stay far below what torch alone keeps resident.
+the word-embedding lookup left outside it, in half precision. Linear layers are quantized to
+int8 per output channel in the graph itself (``DynamicQuantizeLinear`` + ``MatMulInteger``,
+standard ONNX ops), which is what ONNX Runtime's own dynamic quantization produces, without its
+temporary files or the extra second it takes. Nothing here imports torch: spaCy, the encoder and
+the head together stay far below what torch alone keeps resident.
 """
 
 from __future__ import annotations
@@ -97,7 +97,12 @@ class BertModel:
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         self._session = onnxruntime.InferenceSession(
-            graph, options, providers=["CPUExecutionProvider"]
+            graph,
+            options,
+            providers=["CPUExecutionProvider"],
+            # The fused residual-plus-norm kernel made a 64-token text take 9.0 ms instead of
+            # 6.8 ms on one core: the plain Add and LayerNormalization kernels are faster.
+            disabled_optimizers=["SkipLayerNormFusion"],
         )
 
     def embed(self, texts: Sequence[str], max_tokens: int, max_chars: int) -> Vectors:
@@ -222,11 +227,11 @@ class _GraphBuilder:
         return self._node("LayerNormalization", x, gamma, beta, axis=-1, epsilon=self._eps)
 
     def _gelu(self, x: str) -> str:
-        """The exact (erf) GELU BERT uses, from standard ops."""
-        root = self._constant("inverse_sqrt2", np.array(1.0 / math.sqrt(2.0), np.float32))
+        """The exact (erf) GELU BERT uses, from standard ops in the form ONNX Runtime fuses."""
+        root = self._constant("sqrt2", np.array(math.sqrt(2.0), np.float32))
         one = self._constant("one", np.array(1.0, np.float32))
         half = self._constant("half", np.array(0.5, np.float32))
-        erf = self._node("Erf", self._node("Mul", x, root))
+        erf = self._node("Erf", self._node("Div", x, root))
         return self._node("Mul", self._node("Mul", x, half), self._node("Add", erf, one))
 
     def _linear(self, x: str, *names: str) -> str:
