@@ -53,7 +53,7 @@ class SafetensorsFile:
         return self._base + start, end - start, self.DTYPES[entry["dtype"]], tuple(entry["shape"])
 
     def mapped(self, name: str) -> npt.NDArray[Any]:
-        """Memory-mapped: only the rows that are read become resident."""
+        """Memory-mapped rather than read: converting it pages it through once."""
         offset, _, dtype, shape = self._entry(name)
         return np.memmap(self._path, dtype=dtype, mode="r", offset=offset, shape=shape)
 
