@@ -12,7 +12,7 @@ from guardrail.detection.rules import Analysis
 from guardrail.types import Label3, Pattern, PatternEvidence, Strategy
 
 REDIRECTING = frozenset({Cue.REDIRECTION, Cue.REFERRAL})
-EXPLAINING = frozenset({Cue.EXPLANATION, Cue.OBJECTION, Cue.LIMITATION, Cue.BOUNDARY})
+EXPLAINING = frozenset({Cue.EXPLANATION, Cue.OBJECTION, Cue.PREMISE, Cue.LIMITATION, Cue.BOUNDARY})
 
 
 def evidence(analysis: Analysis) -> tuple[PatternEvidence, ...]:
