@@ -272,3 +272,60 @@ def test_a_corrected_premise_is_told_apart_from_refusing(matcher: RuleMatcher, t
     found = cues_of(matcher, text)
     assert Cue.PREMISE in found
     assert Cue.REFUSAL not in found
+
+
+DECLINING_MOVES = [
+    ("en", "Sharing someone's address puts them at risk.", Cue.EXPLANATION),
+    ("en", "What I can do is walk you through the legal options.", Cue.REDIRECTION),
+    ("en", "Please reach out to a trusted adult.", Cue.REFERRAL),
+    ("en", "I can see why you'd want to know that.", Cue.ACKNOWLEDGMENT),
+    ("en", "It's completely understandable to feel angry.", Cue.EMOTION),
+    ("es", "Falsificar dinero es un delito grave.", Cue.EXPLANATION),
+    ("es", "Una mejor opción sería hablar con tu casero.", Cue.REDIRECTION),
+    ("fr", "Ces informations pourraient mettre des personnes en danger.", Cue.EXPLANATION),
+    ("fr", "Ce que je peux faire, c'est t'aider à écrire une réclamation.", Cue.REDIRECTION),
+    ("de", "Ein Anwalt kann dir sagen, welche Rechte du hast.", Cue.REFERRAL),
+    ("de", "Das klingt wirklich schwer.", Cue.EMOTION),
+    ("pt", "Fale com um adulto de confiança.", Cue.REFERRAL),
+    ("it", "Sarebbe una violazione della privacy.", Cue.EXPLANATION),
+    ("it", "Capisco perché vuoi saperlo.", Cue.ACKNOWLEDGMENT),
+    ("ru", "Подделка денег — это серьёзное преступление.", Cue.EXPLANATION),
+    ("ru", "Что я могу сделать, так это помочь составить жалобу.", Cue.REDIRECTION),
+    ("ar", "مشاركة عنوان شخص ما تعرضه للخطر.", Cue.EXPLANATION),
+    ("ar", "هذا سؤال منطقي.", Cue.ACKNOWLEDGMENT),
+    ("hi", "नकली नोट बनाना एक गंभीर अपराध है।", Cue.EXPLANATION),
+    ("hi", "किसी भरोसेमंद बड़े से बात करें।", Cue.REFERRAL),
+    ("vi", "Điều tôi có thể làm là giúp bạn viết một đơn khiếu nại.", Cue.REDIRECTION),
+    ("vi", "Điều đó nghe thật sự rất khó khăn.", Cue.EMOTION),
+    ("zh", "这可能被滥用来伤害他人。", Cue.EXPLANATION),
+    ("zh", "我很乐意帮你做别的事情。", Cue.REDIRECTION),
+    ("ja", "信頼できる大人に話してください。", Cue.REFERRAL),
+    ("ja", "そう感じるのはまったく自然なことです。", Cue.EMOTION),
+    ("ko", "위조지폐를 만드는 것은 중대한 범죄입니다.", Cue.EXPLANATION),
+    ("ko", "정말 힘드셨겠어요.", Cue.EMOTION),
+]
+
+
+@pytest.mark.parametrize(("lang", "text", "cue"), DECLINING_MOVES)
+def test_reasons_offers_referrals_and_feelings_are_found_in_every_language(
+    matcher: RuleMatcher, lang: str, text: str, cue: Cue
+) -> None:
+    assert cue in cues_of(matcher, text), lang
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "You can use a for loop instead of recursion here.",
+        "Puedes usar un bucle en lugar de recursión.",
+        "Esta función puede usarse para analizar fechas.",
+        "Une meilleure approche consiste à mettre les résultats en cache.",
+        "Здесь можно использовать цикл вместо рекурсии.",
+        "更好的方法是缓存结果。",
+        "재귀 대신 반복문을 사용할 수 있습니다.",
+    ],
+)
+def test_everyday_instead_and_could_be_used_for_are_not_a_declining_move(
+    matcher: RuleMatcher, text: str
+) -> None:
+    assert not cues_of(matcher, text) & {Cue.REDIRECTION, Cue.EXPLANATION}
