@@ -15,9 +15,11 @@ def default_policies_dir() -> Path:
 
 
 def default_cache_dir() -> Path:
-    """Where derived data (exemplar embeddings) is kept between runs."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "guardrail"
+    """Where derived data (exemplar embeddings, language tables) is kept between runs:
+    ``$XDG_CACHE_HOME/guardrail``, or ``~/.cache/guardrail`` when that is unset or relative
+    (which the XDG spec says to ignore)."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    return (Path(base) if os.path.isabs(base) else Path.home() / ".cache") / "guardrail"
 
 
 class GuardrailSettings(BaseSettings):

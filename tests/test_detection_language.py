@@ -14,7 +14,6 @@ from py3langid.modelio import load_model
 from guardrail.detection import language
 from guardrail.detection.language import (
     SCRIPT_LANGUAGES,
-    cache_dir,
     identify_language,
     load_identifier,
     script_counts,
@@ -147,10 +146,3 @@ def test_an_unwritable_cache_falls_back_to_memory(tmp_path: Path) -> None:
     blocked = tmp_path / "file"
     blocked.write_text("not a directory")
     assert load_identifier(blocked).rank(SAMPLES[0])[0][0] == "fr"
-
-
-def test_the_cache_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert cache_dir() == tmp_path / "guardrail"
-    monkeypatch.setenv("XDG_CACHE_HOME", "relative/path")
-    assert cache_dir() == Path.home() / ".cache" / "guardrail"

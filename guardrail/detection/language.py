@@ -29,6 +29,7 @@ from py3langid.langid import MODEL_DIR, MODEL_FILE
 from py3langid.modelio import load_model
 
 from guardrail.detection.memory import release_freed_memory
+from guardrail.settings import default_cache_dir
 
 UNDETERMINED = "und"
 
@@ -126,17 +127,11 @@ class Identifier:
         return counts or None
 
 
-def cache_dir() -> Path:
-    """Where derived model files are kept: ``$XDG_CACHE_HOME/guardrail`` (``~/.cache``)."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    return (Path(base) if os.path.isabs(base) else Path.home() / ".cache") / "guardrail"
-
-
 def _get_identifier() -> Identifier:
     global _identifier
     with _lock:
         if _identifier is None:
-            _identifier = load_identifier(cache_dir())
+            _identifier = load_identifier(default_cache_dir())
     return _identifier
 
 
