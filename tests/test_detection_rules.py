@@ -228,6 +228,26 @@ REFERENCE = [
 ]
 
 
+def test_a_word_shared_by_segments_of_different_phrases_counts_for_each(tmp_path: Path) -> None:
+    path = tmp_path / "en.yaml"
+    path.write_text(
+        """lang: en
+cues:
+  refusal: ["i {can't|cannot} help"]
+  apology: ["{sorry|can't} say", "so {can't|sorry}"]
+""",
+        encoding="utf-8",
+    )
+    matcher = RuleMatcher([load_lexicon(path)])
+    found = matcher.analyse("I can't help. I can't say. Not so sorry. Sorry, I cannot help.")
+    assert [(s.index, set(s.cues)) for s in found.sentences] == [
+        (0, {Cue.REFUSAL}),
+        (1, {Cue.APOLOGY}),
+        (2, {Cue.APOLOGY}),
+        (3, {Cue.REFUSAL}),
+    ]
+
+
 def test_the_vocabulary_stays_bounded_and_matching_is_unchanged_by_rebuilds() -> None:
     limit = 500
     matcher = RuleMatcher(max_new_words=limit)

@@ -14,7 +14,7 @@ import itertools
 import re
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,19 +119,19 @@ class _Engine:
     spaCy adds every word it tokenizes to the vocabulary (and its tokenizer cache) for good,
     about half a kilobyte each; a proxy that reads replies for weeks would grow without bound.
     An engine counts as worn once it holds ``max_new_words`` entries more than when built,
-    and is then replaced by a fresh one built from the same segments. Replacing beats spaCy's
-    ``memory_zone``, which may not be entered by two threads at once.
+    and is then replaced by a fresh one built from the same alternatives. Replacing beats
+    spaCy's ``memory_zone``, which may not be entered by two threads at once.
     """
 
     def __init__(
-        self, nlp: Language, segments: Sequence[tuple[tuple[str, ...], ...]], max_new_words: int
+        self, nlp: Language, alternatives: Sequence[tuple[str, ...]], max_new_words: int
     ) -> None:
         self.nlp = nlp
         self.matcher = PhraseMatcher(nlp.vocab, attr="LOWER")
-        for ident, alternatives in enumerate(segments):
-            self.matcher.add(str(ident), [Doc(nlp.vocab, words=list(t)) for t in alternatives])
-        self.segment_of = {nlp.vocab.strings[str(i)]: i for i in range(len(segments))}
-        """Segment id by match id."""
+        for ident, tokens in enumerate(alternatives):
+            self.matcher.add(str(ident), [Doc(nlp.vocab, words=list(tokens))])
+        self.alternative_of = {nlp.vocab.strings[str(i)]: i for i in range(len(alternatives))}
+        """Alternative id by match id."""
         self.limit = len(nlp.vocab) + max_new_words
 
     def worn(self) -> bool:
@@ -141,9 +141,12 @@ class _Engine:
 class _ScriptMatcher:
     """The phrases of every lexicon written in one script.
 
-    Each distinct phrase segment is one ``PhraseMatcher`` key; a phrase matches when its segments
-    occur in order within their allowed gaps. This keeps alternatives from multiplying out into
+    A phrase matches when its segments occur in order within their allowed gaps; a segment
+    occurs where one of its alternatives does. This keeps alternatives from multiplying out into
     tens of thousands of patterns (the token ``Matcher`` took 100 ms a sentence with them).
+    Each distinct alternative is one ``PhraseMatcher`` key, however many segments share it: a
+    common word ("the", "to") in twenty segments is then one match rather than twenty, which
+    cut the matches per reply from about 440 to 75.
     """
 
     def __init__(
@@ -174,9 +177,21 @@ class _ScriptMatcher:
         for entry in entries:
             key = min(entry.required, key=lambda ident: (shared[ident], ident))
             self.phrases.setdefault(key, []).append(entry)
-        self.segments = tuple(segment_ids)
-        """Token sequences of each segment, indexed by segment id."""
-        self._engine = _Engine(nlp, self.segments, max_new_words)
+        alternative_ids: dict[tuple[str, ...], int] = {}
+        self.alternatives_of = tuple(
+            frozenset(alternative_ids.setdefault(alt, len(alternative_ids)) for alt in alts)
+            for alts in segment_ids
+        )
+        """Alternative ids of each segment, indexed by segment id."""
+        segments_of: list[set[int]] = [set() for _ in alternative_ids]
+        for ident, alternatives in enumerate(self.alternatives_of):
+            for alternative in alternatives:
+                segments_of[alternative].add(ident)
+        self.segments_of = tuple(map(frozenset, segments_of))
+        """Segment ids containing each alternative, indexed by alternative id."""
+        self.alternatives = tuple(alternative_ids)
+        """Token sequence of each alternative, indexed by alternative id."""
+        self._engine = _Engine(nlp, self.alternatives, max_new_words)
         self._renewing = threading.Lock()
 
     def _add_anchor(self, segments: Sequence[Segment]) -> None:
@@ -229,20 +244,21 @@ class _ScriptMatcher:
         first = dict(zip(owners[leads].tolist(), words[leads].tolist(), strict=True))
         sentence_of = owner.tolist()
         spans: list[defaultdict[int, list[tuple[int, int]]]] = [defaultdict(list) for _ in texts]
-        segment_of = engine.segment_of
+        alternative_of = engine.alternative_of
         for match_id, start, end in engine.matcher(doc):
-            spans[sentence_of[start]][segment_of[match_id]].append((start, end))
+            spans[sentence_of[start]][alternative_of[match_id]].append((start, end))
         keys = self.phrases.keys()
         hits: list[list[tuple[Cue, str]]] = []
-        for where, sentence_spans in enumerate(spans):
-            present = sentence_spans.keys()
+        for where, found in enumerate(spans):
+            present = frozenset().union(*map(self.segments_of.__getitem__, found))
             opening = first.get(where, -1)
+            located = _SegmentSpans(found, self.alternatives_of)
             hits.append(
                 [
                     phrase.key
                     for ident in keys & present
                     for phrase in self.phrases[ident]
-                    if phrase.required <= present and _chained(phrase, sentence_spans, opening)
+                    if phrase.required <= present and _chained(phrase, located, opening)
                 ]
             )
         if engine.worn():
@@ -262,18 +278,38 @@ class _ScriptMatcher:
     def _rebuild(self, worn: _Engine) -> None:
         try:
             if self._engine is worn:
-                self._engine = _Engine(_blank(self.script), self.segments, self.max_new_words)
+                self._engine = _Engine(_blank(self.script), self.alternatives, self.max_new_words)
         finally:
             self._renewing.release()
 
 
-def _chained(phrase: _Phrase, spans: dict[int, list[tuple[int, int]]], first: int) -> bool:
+class _SegmentSpans(dict[int, list[tuple[int, int]]]):
+    """(start, end) tokens of each segment in one sentence: those of its alternatives, gathered
+    when a phrase first asks for the segment."""
+
+    def __init__(
+        self,
+        found: Mapping[int, list[tuple[int, int]]],
+        alternatives_of: Sequence[frozenset[int]],
+    ) -> None:
+        super().__init__()
+        self.found = found
+        self.alternatives_of = alternatives_of
+
+    def __missing__(self, ident: int) -> list[tuple[int, int]]:
+        found = self.found
+        spans = [s for alt in self.alternatives_of[ident].intersection(found) for s in found[alt]]
+        self[ident] = spans
+        return spans
+
+
+def _chained(phrase: _Phrase, spans: Mapping[int, list[tuple[int, int]]], first: int) -> bool:
     """Whether the phrase's segments occur in order, each within its gap of the previous one;
     ``first`` is the sentence's first word token (where an opening phrase must start)."""
     ends: set[int] = {-1}  # -1: nothing matched yet
     for ident, optional, gap in phrase.segments:
         reached = set()
-        for start, end in spans.get(ident, ()):
+        for start, end in spans[ident]:
             for previous in ends:
                 if previous < 0:  # the phrase's first matched segment: must it open the sentence?
                     if not phrase.opening or start == first:
