@@ -252,13 +252,13 @@ class _ScriptMatcher:
         for where, found in enumerate(spans):
             present = frozenset().union(*map(self.segments_of.__getitem__, found))
             opening = first.get(where, -1)
-            located = _SegmentSpans(found, self.alternatives_of)
             hits.append(
                 [
                     phrase.key
                     for ident in keys & present
                     for phrase in self.phrases[ident]
-                    if phrase.required <= present and _chained(phrase, located, opening)
+                    if phrase.required <= present
+                    and _chained(phrase, found, self.alternatives_of, opening)
                 ]
             )
         if engine.worn():
@@ -283,41 +283,30 @@ class _ScriptMatcher:
             self._renewing.release()
 
 
-class _SegmentSpans(dict[int, list[tuple[int, int]]]):
-    """(start, end) tokens of each segment in one sentence: those of its alternatives, gathered
-    when a phrase first asks for the segment."""
+def _chained(
+    phrase: _Phrase,
+    found: Mapping[int, list[tuple[int, int]]],
+    alternatives_of: Sequence[frozenset[int]],
+    first: int,
+) -> bool:
+    """Whether the phrase's segments occur in order, each within its gap of the previous one.
 
-    def __init__(
-        self,
-        found: Mapping[int, list[tuple[int, int]]],
-        alternatives_of: Sequence[frozenset[int]],
-    ) -> None:
-        super().__init__()
-        self.found = found
-        self.alternatives_of = alternatives_of
-
-    def __missing__(self, ident: int) -> list[tuple[int, int]]:
-        found = self.found
-        spans = [s for alt in self.alternatives_of[ident].intersection(found) for s in found[alt]]
-        self[ident] = spans
-        return spans
-
-
-def _chained(phrase: _Phrase, spans: Mapping[int, list[tuple[int, int]]], first: int) -> bool:
-    """Whether the phrase's segments occur in order, each within its gap of the previous one;
-    ``first`` is the sentence's first word token (where an opening phrase must start)."""
+    ``found`` holds the (start, end) tokens of each alternative found in the sentence, a
+    segment occurring wherever one of its ``alternatives_of`` does; ``first`` is the sentence's
+    first word token (where an opening phrase must start)."""
     ends: set[int] = {-1}  # -1: nothing matched yet
     for ident, optional, gap in phrase.segments:
         reached = set()
-        for start, end in spans[ident]:
-            for previous in ends:
-                if previous < 0:  # the phrase's first matched segment: must it open the sentence?
-                    if not phrase.opening or start == first:
+        for alternative in alternatives_of[ident].intersection(found):
+            for start, end in found[alternative]:
+                for previous in ends:
+                    if previous < 0:  # the phrase's first matched segment: must it open?
+                        if not phrase.opening or start == first:
+                            reached.add(end)
+                            break
+                    elif previous <= start <= previous + gap:
                         reached.add(end)
                         break
-                elif previous <= start <= previous + gap:
-                    reached.add(end)
-                    break
         ends = reached | ends if optional else reached
         if not ends:
             return False
