@@ -229,7 +229,7 @@ class _ScriptMatcher:
         pattern = _CHAR_SCRIPT if self.script is Script.CHAR else _WORD_SCRIPT
         if not pattern.search(text):
             return False
-        return self.unanchored or bool(self.anchors.intersection(_WORDS.findall(text.lower())))
+        return self.unanchored or not self.anchors.isdisjoint(_WORDS.findall(text.lower()))
 
     def match(self, texts: Sequence[str]) -> list[list[tuple[Cue, str]]]:
         """(cue, lang) pairs found in each normalised sentence.
