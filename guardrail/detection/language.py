@@ -237,18 +237,20 @@ def _mapped(folder: Path) -> dict[str, npt.NDArray[Any]]:
 
 
 _SCRIPTS = {
-    "hangul": re.compile("[\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]"),
-    "kana": re.compile("[\u3040-\u30ff]"),
-    "han": re.compile("[\u4e00-\u9fff\u3400-\u4dbf]"),
-    "cyrillic": re.compile("[\u0400-\u04ff]"),
-    "arabic": re.compile("[\u0600-\u06ff\u0750-\u077f]"),
-    "devanagari": re.compile("[\u0900-\u097f]"),
-    "latin": re.compile("[A-Za-z\u00c0-\u024f\u1e00-\u1eff]"),
+    "hangul": "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f",
+    "kana": "\u3040-\u30ff",
+    "han": "\u4e00-\u9fff\u3400-\u4dbf",
+    "cyrillic": "\u0400-\u04ff",
+    "arabic": "\u0600-\u06ff\u0750-\u077f",
+    "devanagari": "\u0900-\u097f",
+    "latin": "A-Za-z\u00c0-\u024f\u1e00-\u1eff",
 }
-
-
+"""Each writing system's letters, as a character-class body."""
+_OTHER_THAN = {name: re.compile(f"[^{letters}]+") for name, letters in _SCRIPTS.items()}
+"""Everything but one script's letters: deleting it leaves the letters to count, which is twice
+as fast as listing them with ``findall``."""
 _NOT_LATIN = re.compile(
-    "[" + "".join(p.pattern[1:-1] for name, p in _SCRIPTS.items() if name != "latin") + "]"
+    "[" + "".join(letters for name, letters in _SCRIPTS.items() if name != "latin") + "]"
 )
 
 
@@ -256,9 +258,9 @@ def script_counts(text: str) -> Counter[str]:
     """Characters per writing system: latin, cyrillic, arabic, devanagari, hangul, kana, han."""
     if not _NOT_LATIN.search(text):  # most replies: one search instead of six counts
         counts = dict.fromkeys(_SCRIPTS, 0)
-        counts["latin"] = len(_SCRIPTS["latin"].findall(text))
+        counts["latin"] = len(_OTHER_THAN["latin"].sub("", text))
         return Counter(counts)
-    return Counter({name: len(pattern.findall(text)) for name, pattern in _SCRIPTS.items()})
+    return Counter({name: len(other.sub("", text)) for name, other in _OTHER_THAN.items()})
 
 
 def identify_language(text: str, matched: Collection[str] = ()) -> str:
