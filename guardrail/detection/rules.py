@@ -242,13 +242,16 @@ class _ScriptMatcher:
         doc = engine.nlp.make_doc("\n\n".join(texts))
         starts = list(itertools.accumulate((len(t) + 2 for t in texts[:-1]), initial=0))
         columns = doc.to_array([IDX, IS_PUNCT, IS_SPACE])
-        owner = np.searchsorted(starts, columns[:, 0], side="right") - 1
-        words = np.flatnonzero((columns[:, 1] == 0) & (columns[:, 2] == 0))
-        owners = owner[words]
-        leads = np.ones(len(words), dtype=bool)  # each sentence's first word
-        leads[1:] = owners[1:] != owners[:-1]
-        first = dict(zip(owners[leads].tolist(), words[leads].tolist(), strict=True))
-        sentence_of = owner.tolist()
+        bounds = [*np.searchsorted(columns[:, 0], starts).tolist(), len(columns)]
+        not_word = np.logical_or(columns[:, 1], columns[:, 2]).tolist()
+        sentence_of: list[int] = []  # by token
+        first: dict[int, int] = {}  # each sentence's first word token
+        for where, (start, end) in enumerate(itertools.pairwise(bounds)):
+            sentence_of += [where] * (end - start)
+            while start < end and not_word[start]:
+                start += 1
+            if start < end:
+                first[where] = start
         spans: list[defaultdict[int, list[tuple[int, int]]]] = [defaultdict(list) for _ in texts]
         alternative_of = engine.alternative_of
         for match_id, start, end in engine.matcher(doc):
