@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import random
+import re
+
 import pytest
 
-from guardrail.detection.sentences import normalize
+from guardrail.detection.sentences import _BOUNDARY, _MARKUP, normalize
 
 
 @pytest.mark.parametrize(
@@ -23,3 +26,19 @@ def test_markup_whitespace_quotes_and_quoted_speech_are_normalised(
     text: str, expected: str
 ) -> None:
     assert normalize(text) == expected
+
+
+# The patterns as first written, with lookbehinds: clearer, but the search tries every position.
+_BOUNDARY_LOOKBEHIND = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+(?![a-z])|(?<=[。！？؟।])\s*")
+_MARKUP_LOOKAHEAD = re.compile(r"(?! (?![*_`#>|\s]))[*_`#>|\s]+")
+
+
+def test_boundaries_and_markup_runs_are_those_of_the_lookaround_patterns() -> None:
+    pieces = [*"aZ .!?…。！？؟।\"'”’)]*_`#>|\t\n\u3000\xa0", "  ", ". ", "! A"]
+    rng = random.Random(0)
+    for _ in range(20_000):
+        text = "".join(rng.choices(pieces, k=rng.randrange(30)))
+        found = [m.span(m.lastindex or 0) for m in _BOUNDARY.finditer(text)]
+        assert found == [m.span() for m in _BOUNDARY_LOOKBEHIND.finditer(text)], text
+        runs = [m.span() for m in _MARKUP.finditer(text)]
+        assert runs == [m.span() for m in _MARKUP_LOOKAHEAD.finditer(text)], text

@@ -15,12 +15,15 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•·+]|\d{1,3}[.)、]|[a-zA-Z][.)])\s+")
 _HEADING = re.compile(r"^\s*#{1,6}\s+")
 _BOUNDARY = re.compile(
-    r"(?<=[.!?…])[\"'”’)\]]*\s+(?![a-z])"  # Latin-style: only before a non-lowercase start
-    r"|(?<=[。！？؟।])\s*"  # scripts without a space after the full stop
+    r"[.!?…]([\"'”’)\]]*\s+)(?![a-z])"  # Latin-style: only before a non-lowercase start
+    r"|[。！？؟।](\s*)"  # scripts without a space after the full stop
 )
+"""The group of the branch that matched spans the boundary between two sentences. Matching the
+full stop itself rather than looking behind for it lets the search skip other characters."""
 _LETTER = re.compile(r"[^\W\d_]")
-_MARKUP = re.compile(r"(?! (?![*_`#>|\s]))[*_`#>|\s]+")
-"""Runs of markdown and whitespace, except a lone space (which would be replaced by itself)."""
+_MARKUP = re.compile(r"[*_`#>|\s](?:(?<! )|(?=[*_`#>|\s]))[*_`#>|\s]*")
+"""Runs of markdown and whitespace, except a lone space (which would be replaced by itself).
+Starting with the run's first character, not a lookahead, lets the search skip other ones."""
 _QUOTES = str.maketrans({"’": "'", "‘": "'", "´": "'", "`": "'", "“": '"', "”": '"'})
 _CURLY = re.compile("[’‘´`“”]")
 
@@ -82,8 +85,9 @@ def segment(text: str) -> Layout:
             headings += 1
         position = 0
         for match in _BOUNDARY.finditer(line):
-            _add(sentences, line, position, match.start(), line_start)
-            position = match.end()
+            boundary, position_after = match.span(match.lastindex or 0)
+            _add(sentences, line, position, boundary, line_start)
+            position = position_after
         _add(sentences, line, position, len(line), line_start)
     return Layout(tuple(sentences), len(text), list_items, code_lines, headings)
 
