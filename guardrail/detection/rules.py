@@ -306,7 +306,7 @@ def _chained(
     ends: set[int] = {-1}  # -1: nothing matched yet
     for ident, optional, gap in phrase.segments:
         reached = set()
-        for alternative in alternatives_of[ident].intersection(found):
+        for alternative in found.keys() & alternatives_of[ident]:  # iterates the smaller
             for start, end in found[alternative]:
                 for previous in ends:
                     if previous < 0:  # the phrase's first matched segment: must it open?
