@@ -91,6 +91,8 @@ class _Phrase:
     segments: tuple[tuple[int, bool, int], ...]
     """(segment id, optional, tokens allowed before it) in order."""
     required: frozenset[int]
+    needs: tuple[frozenset[int], ...]
+    """The alternative ids of each required segment: one of each must be found."""
 
 
 def _blank(script: Script) -> Language:
@@ -158,6 +160,8 @@ class _ScriptMatcher:
         self.anchors: set[str] = set()
         self.unanchored = script is Script.CHAR
         segment_ids: dict[tuple[tuple[str, ...], ...], int] = {}
+        alternative_ids: dict[tuple[str, ...], int] = {}
+        alternatives_of: list[frozenset[int]] = []
         entries: list[_Phrase] = []
         for lexicon in lexicons:
             for cue, phrase, opening in iter_phrases(lexicon):
@@ -165,23 +169,25 @@ class _ScriptMatcher:
                 slots = []
                 for part in compiled:
                     ident = segment_ids.setdefault(part.alternatives, len(segment_ids))
+                    if ident == len(alternatives_of):
+                        alternatives_of.append(
+                            frozenset(
+                                alternative_ids.setdefault(alt, len(alternative_ids))
+                                for alt in part.alternatives
+                            )
+                        )
                     slots.append((ident, part.optional, part.gap_before))
                 required = frozenset(i for i, optional, _ in slots if not optional)
-                entries.append(_Phrase((cue, lexicon.lang), opening, tuple(slots), required))
+                needs = tuple(alternatives_of[i] for i in required)
+                entries.append(_Phrase((cue, lexicon.lang), opening, tuple(slots), required, needs))
                 if not self.unanchored:
                     self._add_anchor(compiled)
-        alternative_ids: dict[tuple[str, ...], int] = {}
-        self.alternatives_of = tuple(
-            frozenset(alternative_ids.setdefault(alt, len(alternative_ids)) for alt in alts)
-            for alts in segment_ids
-        )
+        self.alternatives_of = tuple(alternatives_of)
         """Alternative ids of each segment, indexed by segment id."""
-        segments_of: list[set[int]] = [set() for _ in alternative_ids]
+        segments_of: list[set[int]] = [set() for _ in alternative_ids]  # by alternative id
         for ident, alternatives in enumerate(self.alternatives_of):
             for alternative in alternatives:
                 segments_of[alternative].add(ident)
-        self.segments_of = tuple(map(frozenset, segments_of))
-        """Segment ids containing each alternative, indexed by alternative id."""
         self.alternatives = tuple(alternative_ids)
         """Token sequence of each alternative, indexed by alternative id."""
         # Each phrase is looked up under its most selective required segment, so that a hit on
@@ -192,11 +198,13 @@ class _ScriptMatcher:
         shortest = [
             min(len("".join(self.alternatives[a])) for a in alts) for alts in self.alternatives_of
         ]
-        spread = [max(len(self.segments_of[a]) for a in alts) for alts in self.alternatives_of]
+        spread = [max(len(segments_of[a]) for a in alts) for alts in self.alternatives_of]
         self.phrases: dict[int, list[_Phrase]] = {}
         for entry in entries:
             key = min(entry.required, key=lambda ident: (-shortest[ident], spread[ident], ident))
             self.phrases.setdefault(key, []).append(entry)
+        self.keys_of = tuple(frozenset(s & self.phrases.keys()) for s in segments_of)
+        """The segments phrases are looked up under that contain each alternative, by its id."""
         self._engine = _Engine(nlp, self.alternatives, max_new_words)
         self._renewing = threading.Lock()
 
@@ -256,17 +264,16 @@ class _ScriptMatcher:
         alternative_of = engine.alternative_of
         for match_id, start, end in engine.matcher(doc):
             spans[sentence_of[start]][alternative_of[match_id]].append((start, end))
-        keys = self.phrases.keys()
         hits: list[list[tuple[Cue, str]]] = []
         for where, found in enumerate(spans):
-            present = frozenset().union(*map(self.segments_of.__getitem__, found))
+            present = found.keys()
             opening = first.get(where, -1)
             hits.append(
                 [
                     phrase.key
-                    for ident in keys & present
+                    for ident in frozenset().union(*map(self.keys_of.__getitem__, found))
                     for phrase in self.phrases[ident]
-                    if phrase.required <= present
+                    if not any(map(present.isdisjoint, phrase.needs))
                     and _chained(phrase, found, self.alternatives_of, opening)
                 ]
             )
