@@ -96,11 +96,12 @@ def test_only_unsure_replies_in_covered_languages_reach_the_embedding_head() -> 
     weights = small_weights(Thresholds(rules_low=0.0, rules_high=1.0))
     features = np.zeros((3, len(FEATURE_NAMES)))
     langs = ["en", "de", "en"]
-    assert Scorer(weights).needs_embedding(features, langs).tolist() == [True, False, True]
-    assert not Scorer(weights, use_embeddings=False).needs_embedding(features, langs).any()
+    rules = Scorer(weights).rules_probability(features)
+    assert Scorer(weights).needs_embedding(rules, langs).tolist() == [True, False, True]
+    assert not Scorer(weights, use_embeddings=False).needs_embedding(rules, langs).any()
     settled = replace(weights, thresholds=Thresholds(rules_low=1.0, rules_high=1.0))
-    assert not Scorer(settled).needs_embedding(features, langs).any()
-    assert Scorer(settled, gate=False).needs_embedding(features, langs).tolist() == [
+    assert not Scorer(settled).needs_embedding(rules, langs).any()
+    assert Scorer(settled, gate=False).needs_embedding(rules, langs).tolist() == [
         True,
         False,
         True,
@@ -109,6 +110,15 @@ def test_only_unsure_replies_in_covered_languages_reach_the_embedding_head() -> 
         Scorer(weights).score(features, langs)
     scores = Scorer(weights).score(features, langs, np.zeros((3, 3)))
     assert [s.decided_by for s in scores] == ["head", "rules", "head"]
+    # Probabilities computed beforehand are used as given, and not changed.
+    given = rules.copy()
+    again = Scorer(weights).score(features, langs, np.zeros((3, 3)), rules=given)
+    assert again == scores
+    assert (given == rules).all()
+    settling = np.asarray([1.0, 1.0, 0.0])
+    decided = Scorer(weights).score(features, langs, rules=settling)
+    assert [s.decided_by for s in decided] == ["rules", "rules", "rules"]
+    assert [s.probability for s in decided] == [1.0, 1.0, 0.0]
 
 
 def test_labels_follow_the_decision_and_partial_thresholds() -> None:
@@ -139,3 +149,18 @@ def test_training_fits_calibrated_heads_on_labelled_replies() -> None:
     # The rules head settles a reply alone only when it is confident either way.
     assert weights.thresholds.rules_high == RULES_CONFIDENCE
     assert weights.thresholds.rules_low == pytest.approx(1 - RULES_CONFIDENCE)
+
+
+def test_the_full_head_learns_from_languages_the_embedding_model_does_not_cover() -> None:
+    examples = corpus.authored()
+    inputs = compute_inputs(examples, RuleMatcher(), encoder=None)
+    others = np.asarray([i for i, e in enumerate(examples) if e.lang != "en"])
+    english = np.asarray([i for i, e in enumerate(examples) if e.lang == "en"])
+    embedding = Embedding("none", 0, 8, False, ("en",))
+    weights = fit([examples[i] for i in others], inputs.take(others), embedding, seed=1)
+    # Every English reply goes through the full head, which saw no English reply in training.
+    judged = inputs.take(english)
+    scores = Scorer(weights, gate=False).score(judged.features, judged.langs, judged.embeddings)
+    assert {s.decided_by for s in scores} == {"head"}
+    truth = [examples[i].is_refusal for i in english]
+    assert roc_auc_score(truth, [s.probability for s in scores]) > 0.9

@@ -112,13 +112,14 @@ class Detector:
             features = np.stack(
                 [reply_features(a, items[i][0]) for a, i in zip(analyses, rows, strict=True)]
             )
-            deep = self.scorer.needs_embedding(features, langs)
+            rules = self.scorer.rules_probability(features)
+            deep = self.scorer.needs_embedding(rules, langs)
             embeddings = None
             if deep.any():
                 embeddings = np.zeros((len(rows), self.weights.embedding.dimension))
                 texts = [analyses[i].embedding_text() for i in np.flatnonzero(deep)]
                 embeddings[deep] = self.encoder(texts)
-            scores = self.scorer.score(features, langs, embeddings)
+            scores = self.scorer.score(features, langs, embeddings, rules=rules)
             for index, analysis, lang, score in zip(rows, analyses, langs, scores, strict=True):
                 results[index] = _detection(analysis, score, lang)
         return [r for r in results if r is not None]

@@ -47,33 +47,40 @@ class Scorer:
         self.gate = gate
         """``False`` sends every covered reply to the full head (to measure what gating costs)."""
 
-    def needs_embedding(
-        self, features: Matrix, langs: list[str], rules: Matrix | None = None
-    ) -> npt.NDArray[np.bool_]:
+    def rules_probability(self, features: Matrix) -> Matrix:
+        """The rules head's refusal probability for each row."""
+        return self.weights.heads["rules"]["refusal"].probability(np.atleast_2d(features))
+
+    def needs_embedding(self, rules: Matrix, langs: list[str]) -> npt.NDArray[np.bool_]:
         """Which replies the full head should see: covered language, rules head unsure.
 
-        ``rules``: the rules head's refusal probabilities, when already computed."""
+        ``rules``: the rules head's refusal probabilities (:meth:`rules_probability`)."""
         if not self.use_embeddings:
             return np.zeros(len(langs), dtype=bool)
         covered = np.asarray([self.weights.embedding.covers(lang) for lang in langs], dtype=bool)
         if not self.gate:
             return covered
-        if rules is None:
-            rules = self.weights.heads["rules"]["refusal"].probability(features)
         low, high = self.weights.thresholds.rules_low, self.weights.thresholds.rules_high
         return covered & (rules > low) & (rules < high)
 
     def score(
-        self, features: Matrix, langs: list[str], embeddings: Matrix | None = None
+        self,
+        features: Matrix,
+        langs: list[str],
+        embeddings: Matrix | None = None,
+        *,
+        rules: Matrix | None = None,
     ) -> list[Score]:
-        """Scores for a batch; ``embeddings`` rows are read only where :meth:`needs_embedding`."""
+        """Scores for a batch; ``embeddings`` rows are read only where :meth:`needs_embedding`.
+
+        ``rules``: the rules head's probabilities, when the caller computed them already."""
         features = np.atleast_2d(features)
         heads = self.weights.heads
         thresholds = self.weights.thresholds
-        refusal = heads["rules"]["refusal"].probability(features)
+        refusal = self.rules_probability(features) if rules is None else rules.copy()
         partial = heads["rules"]["partial"].probability(features)
         partial_cut = np.full(len(refusal), thresholds.partial_rules)
-        deep = self.needs_embedding(features, langs, refusal)
+        deep = self.needs_embedding(refusal, langs)
         if deep.any():
             if embeddings is None:
                 raise ValueError("embeddings are needed for replies the rules head is unsure of")
