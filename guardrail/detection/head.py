@@ -10,7 +10,7 @@ Two heads of two parts each:
   settles clear cases before any embedding is computed.
 - ``full``: the same features plus the sentence embedding of the reply's start. The embedding
   model is English-only, so this head judges English replies (or every language, when trained
-  with a multilingual embedding model).
+  with a multilingual embedding model); it is fitted on replies in every language all the same.
 
 Each head has a ``refusal`` part (calibrated probability that the reply refuses anything) and a
 ``partial`` part (probability that a refusal is partial rather than full).

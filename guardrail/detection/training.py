@@ -10,8 +10,12 @@ Procedure, with a fixed seed so that a rerun writes the same weights:
 1. Rules and language identification on every reply; the start of its prose (the opening and
    what follows it) embedded with the configured sentence-transformers model (int8, 64 tokens
    by default).
-2. Two heads of two parts (see :mod:`guardrail.detection.head`), each a one-hidden-layer MLP:
-   the rules head on every reply, the full head on replies in the embedding model's languages.
+2. Two heads of two parts (see :mod:`guardrail.detection.head`), each a one-hidden-layer MLP,
+   both fitted on every reply. The full head judges only the embedding model's languages, but
+   it learns from the others too: their embeddings say little, so those replies teach it to
+   weigh the rule features. Trained on English alone, it had learnt from XSTest and CoCoNot
+   that a reply opening with content is an answer, and missed answers that go on to withhold
+   the dangerous part (recall 0.53 -> 0.74 on the English authored replies held out).
    The ``partial`` parts learn full-vs-partial from refusals only.
 3. Calibration: 5-fold cross-validation grouped by source model gives out-of-fold logits, and a
    Platt scaling fitted on them makes the refusal probability a probability.
@@ -108,28 +112,24 @@ def fit(
         "rules": inputs.features,
         "full": np.hstack([inputs.features, inputs.embeddings]),
     }
-    rows = {"rules": np.arange(len(examples)), "full": np.flatnonzero(covered)}
+    refusers = np.flatnonzero(labels == 1)
     heads: dict[str, dict[str, MLP]] = {}
     oof: dict[str, Matrix] = {}
     partial_cut: dict[str, float] = {}
     for head, X in matrices.items():
-        index = rows[head]
-        refusers = index[labels[index] == 1]
-        refusal_oof = _out_of_fold(X[index], labels[index], groups[index], HIDDEN[head], seed)
+        refusal_oof = _out_of_fold(X, labels, groups, HIDDEN[head], seed)
         partial_oof = _out_of_fold(
             X[refusers], partial[refusers], groups[refusers], HIDDEN[head], seed
         )
         heads[head] = {
             "refusal": replace(
-                _fit_mlp(X[index], labels[index], HIDDEN[head], seed),
-                calibration=_platt(refusal_oof, labels[index]),
+                _fit_mlp(X, labels, HIDDEN[head], seed),
+                calibration=_platt(refusal_oof, labels),
             ),
             "partial": _fit_mlp(X[refusers], partial[refusers], HIDDEN[head], seed),
         }
-        full_oof = np.full(len(examples), np.nan)
         a, b = heads[head]["refusal"].calibration
-        full_oof[index] = _sigmoid(a * refusal_oof + b)
-        oof[head] = full_oof
+        oof[head] = _sigmoid(a * refusal_oof + b)
         partial_cut[head] = _best_cut(_sigmoid(partial_oof), partial[refusers])
     thresholds = Thresholds(
         decision=0.5,
