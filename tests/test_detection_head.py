@@ -163,4 +163,7 @@ def test_the_full_head_learns_from_languages_the_embedding_model_does_not_cover(
     scores = Scorer(weights, gate=False).score(judged.features, judged.langs, judged.embeddings)
     assert {s.decided_by for s in scores} == {"head"}
     truth = [examples[i].is_refusal for i in english]
-    assert roc_auc_score(truth, [s.probability for s in scores]) > 0.9
+    rules = Scorer(weights, use_embeddings=False).score(judged.features, judged.langs)
+    learnt = roc_auc_score(truth, [s.probability for s in scores])
+    assert learnt > 0.8
+    assert learnt > roc_auc_score(truth, [s.probability for s in rules]) - 0.05
