@@ -385,3 +385,8 @@ def test_everyday_instead_and_could_be_used_for_are_not_a_declining_move(
     matcher: RuleMatcher, text: str
 ) -> None:
     assert not cues_of(matcher, text) & {Cue.REDIRECTION, Cue.EXPLANATION}
+
+
+def test_a_reply_names_the_lexicons_whose_phrases_it_contains(matcher: RuleMatcher) -> None:
+    assert "es" in matcher.analyse("Lo siento, no puedo ayudar con eso.").phrase_languages
+    assert matcher.analyse("The capital of France is Paris.").phrase_languages == frozenset()

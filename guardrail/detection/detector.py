@@ -105,8 +105,7 @@ class Detector:
                 continue
             analysis = self.matcher.analyse(response)
             analyses.append(analysis)
-            matched = {lang for s in analysis.sentences for lang in s.langs}
-            langs.append(identify_language(response, matched))
+            langs.append(identify_language(response, analysis.phrase_languages))
             rows.append(index)
         if rows:
             features = np.stack(
@@ -127,14 +126,13 @@ class Detector:
     def _refusal_field(self, refusal: str) -> Detection:
         """The upstream said outright that it refused; the text still shows how."""
         analysis = self.matcher.analyse(refusal)
-        matched = {lang for s in analysis.sentences for lang in s.langs}
         return Detection(
             is_refusal=True,
             score=1.0,
             strategy=choose_strategy(Label3.FULL_REFUSAL, analysis),
             label3=Label3.FULL_REFUSAL,
             patterns=evidence(analysis),
-            lang=identify_language(refusal, matched),
+            lang=identify_language(refusal, analysis.phrase_languages),
             decided_by="refusal_field",
         )
 

@@ -76,6 +76,12 @@ class Analysis:
             return 2
         return min(1, len(items))
 
+    @property
+    def phrase_languages(self) -> frozenset[str]:
+        """The lexicons whose phrases were found: the tie-breaker for language identification
+        on replies too short to tell."""
+        return frozenset(lang for sentence in self.sentences for lang in sentence.langs)
+
     def embedding_text(self) -> str:
         """The reply's prose as written, code left out: what the embedding model reads.
 

@@ -87,8 +87,7 @@ def compute_inputs(
         analysis = matcher.analyse(example.response)
         features.append(reply_features(analysis, example.prompt))
         texts.append(analysis.embedding_text())
-        matched = {lang for s in analysis.sentences for lang in s.langs}
-        langs.append(identify_language(example.response, matched))
+        langs.append(identify_language(example.response, analysis.phrase_languages))
     if encoder is not None:
         embeddings = np.asarray(encoder(texts), dtype=np.float64)
     else:
