@@ -36,6 +36,17 @@ from guardrail.detection.language import (
         ("要在Linux上停止进程，先找到它的进程号，然后运行kill命令。", "zh"),
         ("Linuxでプロセスを止めるには、PIDを調べてkillコマンドを実行します。", "ja"),
         ("리눅스에서 프로세스를 멈추려면 PID를 찾은 뒤 kill 명령을 실행하세요.", "ko"),
+        ("Linux'ta bir işlemi durdurmak için PID'sini bulun ve kill komutunu çalıştırın.", "tr"),
+        ("Om een proces in Linux te stoppen, zoek je de PID op en voer je kill uit.", "nl"),
+        ("Aby zatrzymać proces w Linuksie, znajdź jego PID i uruchom polecenie kill.", "pl"),
+        ("Untuk menghentikan proses di Linux, cari PID-nya lalu jalankan perintah kill.", "id"),
+        ("Ili kusimamisha mchakato kwenye Linux, tafuta PID yake kisha endesha kill.", "sw"),
+        ("Щоб зупинити процес у Linux, знайдіть його PID і виконайте команду kill.", "uk"),
+        ("برای متوقف کردن یک فرایند در لینوکس، شناسه‌اش را پیدا کنید و kill را اجرا کنید.", "fa"),
+        ("লিনাক্সে কোনো প্রসেস বন্ধ করতে তার আইডি খুঁজে kill কমান্ড চালান।", "bn"),
+        ("หากต้องการหยุดโปรเซสบน Linux ให้หา PID แล้วรันคำสั่ง kill", "th"),
+        ("Για να σταματήσετε μια διεργασία στο Linux, βρείτε το PID της και εκτελέστε kill.", "el"),
+        ("כדי לעצור תהליך בלינוקס, מצאו את מזהה התהליך והריצו את הפקודה kill.", "he"),
     ],
 )
 def test_replies_are_identified_in_every_supported_language(text: str, lang: str) -> None:

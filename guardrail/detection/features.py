@@ -14,7 +14,7 @@ import re
 import numpy as np
 import numpy.typing as npt
 
-from guardrail.detection.lexicon import Cue
+from guardrail.detection.lexicon import CHAR_SCRIPT_LETTERS, Cue
 from guardrail.detection.rules import Analysis, SentenceCues
 
 DECLINING = frozenset(
@@ -66,9 +66,8 @@ FEATURE_NAMES: tuple[str, ...] = (
 
 Vector = npt.NDArray[np.float64]
 
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
-_WORD = re.compile(f"[^\\W\\d_{_CJK}]{{4,}}")
-_CJK_RUN = re.compile(f"[{_CJK}]{{2,}}")
+_WORD = re.compile(f"[^\\W\\d_{CHAR_SCRIPT_LETTERS}]{{4,}}")
+_CHAR_RUN = re.compile(f"[{CHAR_SCRIPT_LETTERS}]{{2,}}")
 
 
 def effective_cues(sentence: SentenceCues) -> frozenset[Cue]:
@@ -144,8 +143,8 @@ def reply_features(analysis: Analysis, prompt: str) -> Vector:
 
 
 def content_terms(text: str) -> set[str]:
-    """Words of four letters or more, and character pairs in Chinese, Japanese and Korean."""
+    """Words of four letters or more, and character pairs in the ``char`` scripts (Thai, CJK)."""
     terms = {word.lower() for word in _WORD.findall(text)}
-    for run in _CJK_RUN.findall(text):
+    for run in _CHAR_RUN.findall(text):
         terms.update(run[i : i + 2] for i in range(len(run) - 1))
     return terms

@@ -36,13 +36,18 @@ UNDETERMINED = "und"
 SCRIPT_LANGUAGES: Mapping[str, tuple[str, ...]] = {
     "latin": (
         "en", "es", "fr", "de", "pt", "it", "vi", "nl", "pl", "tr", "id", "ro", "sv", "da",
-        "no", "cs", "hu", "fi", "ca", "ms", "tl",
+        "no", "cs", "hu", "fi", "ca", "ms", "tl", "sw", "jv",
     ),
     "cyrillic": ("ru", "uk", "bg", "sr", "be", "kk", "mk"),
     "arabic": ("ar", "fa", "ur"),
     "devanagari": ("hi", "mr", "ne"),
+    "bengali": ("bn",),
+    "thai": ("th",),
+    "greek": ("el",),
+    "hebrew": ("he",),
 }  # fmt: skip
-"""Candidate languages per script, most common first; py3langid only chooses among these."""
+"""Candidate languages per script, most common first; py3langid only chooses among these, and
+a script with one candidate needs no statistical guess."""
 
 SAMPLE_CHARS = 300
 """Enough text to tell languages apart; py3langid walks every byte in Python."""
@@ -243,6 +248,10 @@ _SCRIPTS = {
     "cyrillic": "\u0400-\u04ff",
     "arabic": "\u0600-\u06ff\u0750-\u077f",
     "devanagari": "\u0900-\u097f",
+    "bengali": "\u0980-\u09ff",
+    "thai": "\u0e00-\u0e7f",
+    "greek": "\u0370-\u03ff\u1f00-\u1fff",
+    "hebrew": "\u0590-\u05ff",
     "latin": "A-Za-z\u00c0-\u024f\u1e00-\u1eff",
 }
 """Each writing system's letters, as a character-class body."""
@@ -255,7 +264,7 @@ _NOT_LATIN = re.compile(
 
 
 def script_counts(text: str) -> Counter[str]:
-    """Characters per writing system: latin, cyrillic, arabic, devanagari, hangul, kana, han."""
+    """Characters per writing system (the keys of ``_SCRIPTS``)."""
     if not _NOT_LATIN.search(text):  # most replies: one search instead of six counts
         counts = dict.fromkeys(_SCRIPTS, 0)
         counts["latin"] = len(_OTHER_THAN["latin"].sub("", text))
@@ -283,6 +292,8 @@ def identify_language(text: str, matched: Collection[str] = ()) -> str:
     candidates = SCRIPT_LANGUAGES[script]
     if not counts[script]:
         return UNDETERMINED
+    if len(candidates) == 1:
+        return candidates[0]
     fallback = [lang for lang in matched if lang in candidates]
     if letters < MIN_LETTERS and len(fallback) == 1:
         return fallback[0]

@@ -39,6 +39,13 @@ class Script(StrEnum):
     CHAR = "char"
 
 
+CHAR_SCRIPT_LETTERS = (
+    "\u0e00-\u0e7f\u1100-\u11ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
+)
+"""Letters of the ``char`` script languages (Thai, Japanese, Chinese, Korean): regular-expression
+ranges. Thai, Japanese and Chinese put no spaces between words; Korean spacing varies."""
+
+
 class Cue(StrEnum):
     """What a phrase signals; several cues may evidence the same response pattern."""
 

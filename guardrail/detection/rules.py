@@ -27,6 +27,7 @@ from spacy.tokenizer import Tokenizer
 from spacy.tokens import Doc
 
 from guardrail.detection.lexicon import (
+    CHAR_SCRIPT_LETTERS,
     Cue,
     Lexicon,
     Script,
@@ -37,9 +38,8 @@ from guardrail.detection.lexicon import (
 )
 from guardrail.detection.sentences import Layout, Sentence, normalize, segment
 
-_CJK = "\u1100-\u11ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
-_CHAR_SCRIPT = re.compile(f"[{_CJK}]")
-_WORD_SCRIPT = re.compile(f"[^\\W\\d_{_CJK}]")
+_CHAR_SCRIPT = re.compile(f"[{CHAR_SCRIPT_LETTERS}]")
+_WORD_SCRIPT = re.compile(f"[^\\W\\d_{CHAR_SCRIPT_LETTERS}]")
 _WORDS = re.compile(r"[\w']+")
 
 MAX_NEW_WORDS = 50_000
