@@ -20,6 +20,8 @@ ATTACHMENT = DATA / "emotional_attachment.jsonl"
 
 REQUIRED_LANGS = ("en", "es", "fr", "de", "zh", "ja", "ko", "pt")
 OPTIONAL_LANGS = ("it", "ru", "ar", "hi", "vi")
+ADDED_LANGS = ("tr", "nl", "pl", "id", "sw", "jv", "th", "bn", "fa", "uk", "he", "el")
+"""Languages added later, in replies only (the emotional-attachment prompts keep 13)."""
 LABEL3 = {"full_compliance", "full_refusal", "partial_refusal"}
 STRATEGY_TO_LABEL3 = {
     "direct_refusal": "full_refusal",
@@ -54,6 +56,12 @@ SCRIPTS = {
     "ru": re.compile(r"[\u0400-\u04ff]"),
     "ar": re.compile(r"[\u0600-\u06ff]"),
     "hi": re.compile(r"[\u0900-\u097f]"),
+    "uk": re.compile(r"[\u0400-\u04ff]"),
+    "fa": re.compile(r"[\u0600-\u06ff]"),
+    "bn": re.compile(r"[\u0980-\u09ff]"),
+    "th": re.compile(r"[\u0e00-\u0e7f]"),
+    "he": re.compile(r"[\u0590-\u05ff]"),
+    "el": re.compile(r"[\u0370-\u03ff]"),
 }
 
 
@@ -106,7 +114,7 @@ def test_reply_ids_are_unique_and_match_the_language(replies: list[dict[str, Any
 
 def test_reply_labels_use_allowed_values(replies: list[dict[str, Any]]) -> None:
     for row in replies:
-        assert row["lang"] in REQUIRED_LANGS + OPTIONAL_LANGS, row["id"]
+        assert row["lang"] in REQUIRED_LANGS + OPTIONAL_LANGS + ADDED_LANGS, row["id"]
         assert row["label3"] in LABEL3, row["id"]
         assert row["strategy"] in STRATEGY_TO_LABEL3, row["id"]
         assert row["kind"] in KIND_TO_LABEL3, row["id"]
