@@ -42,13 +42,23 @@ WORDS = frozenset(
         "ich", "es", "leider", "entschuldigung", "entschuldige", "tut", "als", "nein", "das",
         "dabei", "dazu", "darauf", "dafür", "damit", "diese", "dieser", "dies", "so", "auf", "het",
         "helaas", "ik", "spijt", "dat", "dit",
+        "nee", "excuses", "jammer", "begrijp", "zoiets", "daar", "daarmee", "hiermee",
+        # Polish
+        "przepraszam", "wybacz", "niestety", "nie", "jako", "rozumiem", "przykro",
+        "obawiam", "ja", "tego", "tym", "takie", "takiej",
         # Turkish, Indonesian, Malay, Vietnamese, Swahili, Javanese
-        "üzgünüm", "maalesef", "ben", "bu", "bunu", "buna", "bunda", "böyle", "maaf", "saya",
-        "sebagai", "sayangnya", "mohon", "xin", "tôi", "rất", "là", "samahani", "mimi", "kwa",
-        "nyuwun", "ngapunten", "kula", "aku",
+        "üzgünüm", "maalesef", "ben", "bu", "bunu", "buna", "bunda", "böyle", "özür", "kusura",
+        "hayır", "yapay", "anlıyorum", "bununla", "maaf", "saya", "sebagai", "sayangnya",
+        "mohon", "aku", "tidak", "permintaan", "itu", "ini", "xin", "tôi", "rất", "là",
+        "samahani", "mimi", "kwa", "siwezi", "sitaweza", "kama", "pole", "hapana", "naelewa",
+        "ninaelewa", "ombi", "hilo", "hili", "hii", "nyuwun", "nuwun", "ngapunten", "sepurane",
+        "ngapura", "kula", "mboten", "ora", "niki", "menika", "iki", "kuwi",
         # Russian, Ukrainian, Greek
         "извините", "простите", "к", "я", "как", "нет", "мне", "увы", "это", "этот", "эта",
-        "вибачте", "на", "жаль", "συγγνώμη", "δυστυχώς", "λυπάμαι", "ως", "δεν", "αυτό",
+        "вибачте", "вибач", "пробачте", "перепрошую", "на", "жаль", "нажаль", "ні", "не", "це",
+        "як", "розумію", "такий", "така", "таке", "συγγνώμη", "δυστυχώς", "λυπάμαι",
+        "λυπούμαι", "ως", "σαν", "δεν", "αυτό", "όχι", "καταλαβαίνω", "ζητώ", "τέτοιο",
+        "τέτοια", "είμαι",
     }
 )  # fmt: skip
 """First words (casefolded) that can open a refusal."""
