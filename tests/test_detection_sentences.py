@@ -20,6 +20,7 @@ from guardrail.detection.sentences import _BOUNDARY, _MARKUP, normalize
         ('Say: "I\'m sorry." Then leave.', "Say: Then leave."),
         ("ﬁne\u3000wide\xa0space ", "fine wide space"),
         (" ", ""),
+        ("İsterseniz yardımcı olamam.", "Isterseniz yardımcı olamam."),
     ],
 )
 def test_markup_whitespace_quotes_and_quoted_speech_are_normalised(

@@ -24,8 +24,12 @@ _LETTER = re.compile(r"[^\W\d_]")
 _MARKUP = re.compile(r"[*_`#>|\s](?:(?<! )|(?=[*_`#>|\s]))[*_`#>|\s]*")
 """Runs of markdown and whitespace, except a lone space (which would be replaced by itself).
 Starting with the run's first character, not a lookahead, lets the search skip other ones."""
-_QUOTES = str.maketrans({"’": "'", "‘": "'", "´": "'", "`": "'", "“": '"', "”": '"'})
-_CURLY = re.compile("[’‘´`“”]")
+_FOLDED = str.maketrans(
+    {"’": "'", "‘": "'", "´": "'", "`": "'", "“": '"', "”": '"', "İ": "I"}
+)
+"""Curly quotes as straight ones; Turkish İ as I, since lower-casing İ gives i and a combining
+dot, which no phrase contains."""
+_TO_FOLD = re.compile("[’‘´`“”İ]")
 
 MAX_CHARS = 20_000
 """Replies are analysed up to this length; a refusal never hides beyond it."""
@@ -59,8 +63,8 @@ _QUOTED = re.compile(
 def normalize(text: str) -> str:
     """What the matcher reads: NFKC, straight quotes, no markdown, no quoted speech."""
     text = unicodedata.normalize("NFKC", text)
-    if _CURLY.search(text):
-        text = text.translate(_QUOTES)
+    if _TO_FOLD.search(text):
+        text = text.translate(_FOLDED)
     return _MARKUP.sub(" ", _QUOTED.sub(" ", text)).strip()
 
 
