@@ -254,6 +254,11 @@ def test_answers_with_scary_words_in_other_languages_show_no_refusal_cue(
     assert not cues_of(matcher, text) & {Cue.REFUSAL, Cue.APOLOGY, Cue.LIMITATION}
 
 
+def test_a_phrase_ending_in_the_s_suffix_is_looked_for(matcher: RuleMatcher) -> None:
+    # The tokenizer splits "here's" into "here" and "'s"; the sentence filter must too.
+    assert Cue.AFFIRMATION in cues_of(matcher, "Here's a guide.")
+
+
 def test_korean_matching_ignores_spacing(matcher: RuleMatcher) -> None:
     assert Cue.REFUSAL in cues_of(matcher, "그건 도와드릴수없습니다.")
 

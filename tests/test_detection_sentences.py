@@ -30,12 +30,12 @@ def test_markup_whitespace_quotes_and_quoted_speech_are_normalised(
 
 
 # The patterns as first written, with lookbehinds: clearer, but the search tries every position.
-_BOUNDARY_LOOKBEHIND = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+(?![a-z])|(?<=[。！？؟।])\s*")
+_BOUNDARY_LOOKBEHIND = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+(?![a-z])|(?<=[。！？؟।۔])\s*")
 _MARKUP_LOOKAHEAD = re.compile(r"(?! (?![*_`#>|\s]))[*_`#>|\s]+")
 
 
 def test_boundaries_and_markup_runs_are_those_of_the_lookaround_patterns() -> None:
-    pieces = [*"aZ .!?…。！？؟।\"'”’)]*_`#>|\t\n\u3000\xa0", "  ", ". ", "! A"]
+    pieces = [*"aZ .!?…。！？؟।۔\"'”’)]*_`#>|\t\n\u3000\xa0", "  ", ". ", "! A"]
     rng = random.Random(0)
     for _ in range(20_000):
         text = "".join(rng.choices(pieces, k=rng.randrange(30)))

@@ -40,7 +40,9 @@ from guardrail.detection.sentences import Layout, Sentence, normalize, segment
 
 _CHAR_SCRIPT = re.compile(f"[{CHAR_SCRIPT_LETTERS}]")
 _WORD_SCRIPT = re.compile(f"[^\\W\\d_{CHAR_SCRIPT_LETTERS}]")
-_WORDS = re.compile(r"[\w']+")
+_WORDS = re.compile(r"\w+(?:'(?!s\b)\w+)*")
+"""Words as the tokenizer splits them: an apostrophe joins ("can't", "c'est") except before the
+"'s" suffix, which is a token of its own ("here's" is "here" and "'s")."""
 
 MAX_NEW_WORDS = 50_000
 """Vocabulary entries a script's matcher may take on past its built size before it is rebuilt

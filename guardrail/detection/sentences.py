@@ -16,7 +16,7 @@ _LIST_ITEM = re.compile(r"^\s*(?:[-*•·+]|\d{1,3}[.)、]|[a-zA-Z][.)])\s+")
 _HEADING = re.compile(r"^\s*#{1,6}\s+")
 _BOUNDARY = re.compile(
     r"[.!?…]([\"'”’)\]]*\s+)(?![a-z])"  # Latin-style: only before a non-lowercase start
-    r"|[。！？؟।](\s*)"  # scripts without a space after the full stop
+    r"|[。！？؟।۔](\s*)"  # scripts without a space after the full stop
 )
 """The group of the branch that matched spans the boundary between two sentences. Matching the
 full stop itself rather than looking behind for it lets the search skip other characters."""
