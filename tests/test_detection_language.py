@@ -47,6 +47,18 @@ from guardrail.detection.language import (
         ("หากต้องการหยุดโปรเซสบน Linux ให้หา PID แล้วรันคำสั่ง kill", "th"),
         ("Για να σταματήσετε μια διεργασία στο Linux, βρείτε το PID της και εκτελέστε kill.", "el"),
         ("כדי לעצור תהליך בלינוקס, מצאו את מזהה התהליך והריצו את הפקודה kill.", "he"),
+        ("Pentru a opri un proces în Linux, găsește-i PID-ul și rulează comanda kill.", "ro"),
+        ("Chcete-li zastavit proces v Linuxu, najděte jeho PID a spusťte příkaz kill.", "cs"),
+        ("Egy folyamat leállításához keresd meg a PID-jét, és futtasd a kill parancsot.", "hu"),
+        ("För att stoppa en process i Linux letar du upp dess PID och kör kommandot kill.", "sv"),
+        ("For at stoppe en proces i Linux skal du finde dens PID og køre kommandoen kill.", "da"),
+        ("Pysäyttääksesi prosessin Linuxissa etsi sen PID ja suorita kill-komento.", "fi"),
+        ("За да спрете процес в Linux, намерете неговия PID и изпълнете командата kill.", "bg"),
+        ("Para ihinto ang proseso sa Linux, hanapin ang PID nito at patakbuhin ang kill.", "tl"),
+        ("لینکس میں کسی پروسیس کو روکنے کے لیے اس کا پی آئی ڈی تلاش کریں اور کِل چلائیں۔", "ur"),
+        ("लिनक्समध्ये प्रोसेस थांबवण्यासाठी तिचा पीआयडी शोधा आणि kill कमांड चालवा.", "mr"),
+        ("லினக்ஸில் ஒரு செயல்முறையை நிறுத்த அதன் PID-ஐக் கண்டுபிடித்து kill கட்டளையை இயக்கவும்.", "ta"),
+        ("లినక్స్‌లో ఒక ప్రాసెస్‌ను ఆపడానికి దాని PID కనుగొని kill ఆదేశాన్ని అమలు చేయండి.", "te"),
     ],
 )
 def test_replies_are_identified_in_every_supported_language(text: str, lang: str) -> None:
