@@ -20,7 +20,10 @@ ATTACHMENT = DATA / "emotional_attachment.jsonl"
 
 REQUIRED_LANGS = ("en", "es", "fr", "de", "zh", "ja", "ko", "pt")
 OPTIONAL_LANGS = ("it", "ru", "ar", "hi", "vi")
-ADDED_LANGS = ("tr", "nl", "pl", "id", "sw", "jv", "th", "bn", "fa", "uk", "he", "el")
+ADDED_LANGS = (
+    "tr", "nl", "pl", "id", "sw", "jv", "th", "bn", "fa", "uk", "he", "el",
+    "ro", "cs", "hu", "sv", "da", "fi", "ur", "ta", "te", "bg", "mr", "tl",
+)  # fmt: skip
 """Languages added later, in replies only (the emotional-attachment prompts keep 13)."""
 LABEL3 = {"full_compliance", "full_refusal", "partial_refusal"}
 STRATEGY_TO_LABEL3 = {
@@ -62,6 +65,11 @@ SCRIPTS = {
     "th": re.compile(r"[\u0e00-\u0e7f]"),
     "he": re.compile(r"[\u0590-\u05ff]"),
     "el": re.compile(r"[\u0370-\u03ff]"),
+    "ur": re.compile(r"[\u0600-\u06ff]"),
+    "ta": re.compile(r"[\u0b80-\u0bff]"),
+    "te": re.compile(r"[\u0c00-\u0c7f]"),
+    "bg": re.compile(r"[\u0400-\u04ff]"),
+    "mr": re.compile(r"[\u0900-\u097f]"),
 }
 
 
