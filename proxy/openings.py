@@ -5,7 +5,9 @@ announce themselves in their first word ("I'm sorry", "Sorry", "As an AI", "Lo s
 "Это"), while answers mostly open with anything else ("To", "The", "Here", "1."). A stream whose
 first word cannot open a refusal is passed on at once; the full reply is still reviewed when it
 ends. The lists are deliberately broad: a word listed here only costs a short wait, and a refusal
-whose opening is missing here is caught by that final review instead.
+whose opening is missing here is caught by that final review instead. Besides the hand-kept list,
+the first word of every declining phrase in the detector's lexicons for other languages counts,
+so a language gains the fast path's protection when its lexicon is added.
 
 Other scripts never take the fast path: verb-final Japanese, Korean or Hindi sentences put the
 refusal at their end ("そのご依頼にはお応えできません。"), and Chinese or Thai have no spaces to
@@ -16,6 +18,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
+
+from spacy.lang.en.stop_words import STOP_WORDS as ENGLISH_STOP_WORDS
+
+from guardrail.detection.lexicon import Cue, Script, compile_phrase, iter_phrases, load_lexicons
 
 WORDS = frozenset(
     {
@@ -53,19 +59,61 @@ WORDS = frozenset(
         "samahani", "mimi", "kwa", "siwezi", "sitaweza", "kama", "pole", "hapana", "naelewa",
         "ninaelewa", "ombi", "hilo", "hili", "hii", "nyuwun", "nuwun", "ngapunten", "sepurane",
         "ngapura", "kula", "mboten", "ora", "niki", "menika", "iki", "kuwi",
-        # Russian, Ukrainian, Greek
+        # Romanian, Czech, Hungarian
+        "îmi", "din", "nu", "ca", "ne", "înțeleg", "scuze", "regret", "aceasta", "acest", "asta",
+        "sunt", "omlouvám", "bohužel", "nemohu", "nemůžu", "tohle", "toto", "s",
+        "chápu", "rozumím", "promiňte", "takové", "tento", "tuto", "sajnálom", "sajnos",
+        "elnézést", "bocs", "bocsánat", "nem", "ezt", "ebben", "erre", "ez", "mint", "értem",
+        "megértem", "ilyen", "ilyesmiben", "én",
+        # Swedish, Danish, Norwegian, Finnish
+        "tyvärr", "jag", "ursäkta", "förlåt", "nej", "nei", "som", "det", "detta", "sådant",
+        "beklagar", "desværre", "dessverre", "beklager", "undskyld", "jeg", "dette", "sådan",
+        "sånn", "forstår", "valitettavasti", "pahoittelen", "anteeksi", "ei", "minä", "mä",
+        "tekoälynä", "ymmärrän", "tätä", "tällaista", "tähän", "sori", "ikävä",
+        # Tagalog
+        "paumanhin", "pasensya", "pasensiya", "hindi", "bilang", "naiintindihan", "ako", "ito",
+        "iyan", "ganyang", "ganitong", "po",
+        # Russian, Ukrainian, Bulgarian, Greek
         "извините", "простите", "к", "я", "как", "нет", "мне", "увы", "это", "этот", "эта",
         "вибачте", "вибач", "пробачте", "перепрошую", "на", "жаль", "нажаль", "ні", "не", "це",
         "як", "розумію", "такий", "така", "таке", "συγγνώμη", "δυστυχώς", "λυπάμαι",
         "λυπούμαι", "ως", "σαν", "δεν", "αυτό", "όχι", "καταλαβαίνω", "ζητώ", "τέτοιο",
-        "τέτοια", "είμαι",
+        "τέτοια", "είμαι", "съжалявам", "за", "извинете", "като", "аз", "разбирам",
+        "това", "такава", "такъв", "с",
     }
 )  # fmt: skip
-"""First words (casefolded) that can open a refusal."""
+"""First words (casefolded) that can open a refusal, besides the lexicons' (:data:`FIRST_WORDS`)."""
+
+_WORD = re.compile(r"[\w']+")
+_OPENING_CUES = frozenset(
+    {Cue.REFUSAL, Cue.APOLOGY, Cue.SOFTENER, Cue.AI_IDENTITY, Cue.LIMITATION, Cue.NEGATION}
+)
+
+
+def lexicon_first_words() -> frozenset[str]:
+    """First words of the detector's declining phrases in every language written with spaces
+    (except English, whose list above is kept short so that answers pass at once), without the
+    common English words that open answers ("to", "a", "on")."""
+    words: set[str] = set()
+    for lexicon in load_lexicons():
+        if lexicon.script is not Script.WORD or lexicon.lang == "en":
+            continue
+        for cue, phrase, _ in iter_phrases(lexicon):
+            if cue not in _OPENING_CUES:
+                continue
+            for segment in compile_phrase(phrase, Script.WORD, str.split):
+                words.update(tokens[0].casefold() for tokens in segment.alternatives)
+                if not segment.optional:
+                    break
+    return frozenset(w for w in words if _WORD.fullmatch(w) and w not in ENGLISH_STOP_WORDS)
+
+
+FIRST_WORDS = WORDS | lexicon_first_words()
+_PREFIXES = frozenset(word[:end] for word in FIRST_WORDS for end in range(1, len(word) + 1))
+"""Every beginning of a first word: a shorter opening may still grow into one."""
 
 _FAST_SCRIPTS = ("LATIN", "CYRILLIC", "GREEK")
 _QUOTES_AND_MARKUP = "*_\"'“”‘’«»„¿¡( \t\r\n"
-_WORD = re.compile(r"[\w']+")
 
 
 def may_open_refusal(text: str) -> bool | None:
@@ -81,5 +129,5 @@ def may_open_refusal(text: str) -> bool | None:
     if any(c.isalpha() and not unicodedata.name(c, "").startswith(_FAST_SCRIPTS) for c in word):
         return True
     if match.end() < len(opening):  # the first word is complete
-        return word in WORDS
-    return None if any(candidate.startswith(word) for candidate in WORDS) else False
+        return word in FIRST_WORDS
+    return None if word in _PREFIXES else False
