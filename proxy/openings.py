@@ -61,7 +61,7 @@ WORDS = frozenset(
         "ngapura", "kula", "mboten", "ora", "niki", "menika", "iki", "kuwi",
         # Romanian, Czech, Hungarian
         "îmi", "din", "nu", "ca", "ne", "înțeleg", "scuze", "regret", "aceasta", "acest", "asta",
-        "sunt", "omlouvám", "bohužel", "nemohu", "nemůžu", "tohle", "toto", "s",
+        "sunt", "omlouvám", "bohužel", "nemohu", "nemůžu", "s",
         "chápu", "rozumím", "promiňte", "takové", "tento", "tuto", "sajnálom", "sajnos",
         "elnézést", "bocs", "bocsánat", "nem", "ezt", "ebben", "erre", "ez", "mint", "értem",
         "megértem", "ilyen", "ilyesmiben", "én",
@@ -108,9 +108,16 @@ def lexicon_first_words() -> frozenset[str]:
     return frozenset(w for w in words if _WORD.fullmatch(w) and w not in ENGLISH_STOP_WORDS)
 
 
-FIRST_WORDS = WORDS | lexicon_first_words()
-_PREFIXES = frozenset(word[:end] for word in FIRST_WORDS for end in range(1, len(word) + 1))
-"""Every beginning of a first word: a shorter opening may still grow into one."""
+def _prefixes(words: frozenset[str]) -> frozenset[str]:
+    return frozenset(word[:end] for word in words for end in range(1, len(word) + 1))
+
+
+_LEXICON_WORDS = lexicon_first_words()
+FIRST_WORDS = WORDS | _LEXICON_WORDS
+_PREFIXES = _prefixes(WORDS) | (_prefixes(_LEXICON_WORDS) - ENGLISH_STOP_WORDS)
+"""Beginnings of first words: a shorter opening may still grow into one. An English function
+word is not taken for the beginning of a lexicon's word ("to" of Czech "tohle"): a seventh of
+English answers open with "To", and they would wait for the next chunk."""
 
 _FAST_SCRIPTS = ("LATIN", "CYRILLIC", "GREEK")
 _QUOTES_AND_MARKUP = "*_\"'“”‘’«»„¿¡( \t\r\n"
