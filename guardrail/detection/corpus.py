@@ -14,7 +14,7 @@ Recipe (each source keeps the labels its authors gave; nothing is relabelled by 
   ``partially_complies`` is a partial refusal; neither complying proposition is a full refusal.
   Completions that partially comply without stating an inability (clarifying questions, hedged
   answers) are ambiguous and left out.
-- Replies written for this project in thirteen languages (``data/training_replies.jsonl``),
+- Replies written for this project in 37 languages (``data/training_replies.jsonl``),
   separate from the evaluation set in ``eval/data``.
 """
 

@@ -1,7 +1,7 @@
 """Train the detector's head and write its weight file: ``python -m guardrail.detection.training``.
 
 Data recipe: see :mod:`guardrail.detection.corpus` (XSTest v2 replies, CoCoNot ``chosen``
-answers, the OpenAI RBR gold set, and this package's own replies in thirteen languages; the
+answers, the OpenAI RBR gold set, and this package's own replies in 37 languages; the
 multilingual evaluation set in ``eval/data`` is never read). ``--data-dir`` points at the
 upstream datasets (default ``../shared/data``).
 
