@@ -24,9 +24,7 @@ _LETTER = re.compile(r"[^\W\d_]")
 _MARKUP = re.compile(r"[*_`#>|\s](?:(?<! )|(?=[*_`#>|\s]))[*_`#>|\s]*")
 """Runs of markdown and whitespace, except a lone space (which would be replaced by itself).
 Starting with the run's first character, not a lookahead, lets the search skip other ones."""
-_FOLDED = str.maketrans(
-    {"’": "'", "‘": "'", "´": "'", "`": "'", "“": '"', "”": '"', "İ": "I"}
-)
+_FOLDED = str.maketrans({"’": "'", "‘": "'", "´": "'", "`": "'", "“": '"', "”": '"', "İ": "I"})
 """Curly quotes as straight ones; Turkish İ as I, since lower-casing İ gives i and a combining
 dot, which no phrase contains."""
 _TO_FOLD = re.compile("[’‘´`“”İ]")
