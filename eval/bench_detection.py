@@ -1,7 +1,7 @@
 """Speed and memory of the refusal detector on one CPU core: ``python -m eval.bench_detection``.
 
 The process pins itself to a single core (the encoder runs one thread), then measures, on the
-bundled XSTest replies (2,250, English) and the authored multilingual replies (1,404, 25
+bundled XSTest replies (2,250, English) and the authored multilingual replies (2,004, 37
 languages):
 
 - per-reply latency of ``detect()`` when the rules head settles the reply alone;

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from proxy.openings import may_open_refusal
+from proxy.openings import WORDS, may_open_refusal
 
 DATA = Path(__file__).resolve().parents[1] / "eval" / "data"
 
@@ -54,6 +54,18 @@ def test_answers_pass_at_once(opening):
 )
 def test_openings_that_may_refuse_are_held(opening):
     assert may_open_refusal(opening) is True
+
+
+@pytest.mark.parametrize("opening", ["Açıklayamam ", "Avstår ", "Nepíšu ", "Rimango "])
+def test_first_words_of_the_lexicons_declining_phrases_are_held(opening):
+    # Not in the hand-kept list: they come from the detector's Turkish, Swedish, Czech and
+    # Italian lexicons.
+    assert opening.strip().casefold() not in WORDS
+    assert may_open_refusal(opening) is True
+
+
+def test_english_function_words_are_not_taken_for_a_lexicon_words_beginning():
+    assert may_open_refusal("To") is False  # not the beginning of Czech "tohle"
 
 
 @pytest.mark.parametrize("opening", ["", "  ", "I", "It", "Sorr", "\n\nAs"])
