@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import string
 import time
@@ -20,6 +21,10 @@ from guardrail.detection.lexicon import (
 )
 from guardrail.detection.rules import RuleMatcher
 from guardrail.detection.sentences import segment
+
+DEV_REPLIES = Path(__file__).parent / "data" / "lexicon_dev_replies.jsonl"
+"""Replies (16 per non-English language) written by authors other than the lexicons' to find
+phrasings the lexicons missed; the phrases added for them must keep finding them."""
 
 
 @pytest.fixture(scope="session")
@@ -625,3 +630,16 @@ def test_everyday_instead_and_could_be_used_for_are_not_a_declining_move(
 def test_a_reply_names_the_lexicons_whose_phrases_it_contains(matcher: RuleMatcher) -> None:
     assert "es" in matcher.analyse("Lo siento, no puedo ayudar con eso.").phrase_languages
     assert matcher.analyse("The capital of France is Paris.").phrase_languages == frozenset()
+
+
+def _dev_replies() -> list[dict[str, str]]:
+    return [json.loads(line) for line in DEV_REPLIES.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.mark.parametrize("row", _dev_replies(), ids=lambda row: row["id"])
+def test_development_replies_keep_their_cues(matcher: RuleMatcher, row: dict[str, str]) -> None:
+    found = cues_of(matcher, row["response"])
+    if row["label3"] == "full_compliance":
+        assert not found & {Cue.REFUSAL, Cue.APOLOGY, Cue.LIMITATION}
+    else:
+        assert found & {Cue.REFUSAL, Cue.BOUNDARY}
