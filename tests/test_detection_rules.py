@@ -44,6 +44,12 @@ def test_every_bundled_lexicon_loads_and_covers_the_required_languages() -> None
     assert {"ro", "cs", "hu", "sv", "da", "fi", "ur", "ta", "te", "bg", "mr", "tl"} <= langs
 
 
+def test_the_bundled_lexicons_are_read_once_per_process() -> None:
+    first, second = load_lexicons(), load_lexicons()
+    assert first is not second  # each caller gets its own list
+    assert all(a is b for a, b in zip(first, second, strict=True))
+
+
 @pytest.mark.parametrize(
     ("body", "message"),
     [
