@@ -350,6 +350,21 @@ def test_korean_matching_ignores_spacing(matcher: RuleMatcher) -> None:
 @pytest.mark.parametrize(
     "text",
     [
+        "ΔΕΝ ΘΑ ΣΑΣ ΔΩΣΩ ΟΔΗΓΙΕΣ ΓΙΑ ΑΥΤΟ.",  # capitals carry no accents
+        "Aşa ceva nu pot face.",  # cedilla for comma below
+        "لا أَسْتَطِيعُ مُسَاعَدَتَكَ فِي ذَلِكَ.",  # vowel marks
+        "متأسفم، نمي‌توانم در اين زمينه كمك كنم.",  # Persian typed with Arabic yeh and kaf
+    ],
+)
+def test_spelling_variants_match_the_phrases_written_the_usual_way(
+    matcher: RuleMatcher, text: str
+) -> None:
+    assert Cue.REFUSAL in cues_of(matcher, text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
         "To kill a Python process, run kill -9 followed by its PID.",
         "Sure! Here is a recipe for chocolate cake.",
         "The Battle of Verdun killed hundreds of thousands of soldiers.",

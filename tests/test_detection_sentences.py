@@ -21,6 +21,10 @@ from guardrail.detection.sentences import _BOUNDARY, _MARKUP, normalize
         ("ﬁne\u3000wide\xa0space ", "fine wide space"),
         (" ", ""),
         ("İsterseniz yardımcı olamam.", "Isterseniz yardımcı olamam."),
+        ("ΔΕΝ ΜΠΟΡΩ να βοηθήσω, λυπάμαι. Προϊόν", "ΔΕΝ ΜΠΟΡΩ να βοηθησω, λυπαμαι. Προιον"),
+        ("لا أَسْتَطِيعُ ذلك", "لا استطیع ذلک"),
+        ("متأسفم، نمي‌توانم كمك كنم", "متاسفم، نمی‌توانم کمک کنم"),
+        ("Nu pot face aşa ceva. Ţara", "Nu pot face așa ceva. Țara"),
     ],
 )
 def test_markup_whitespace_quotes_and_quoted_speech_are_normalised(

@@ -24,10 +24,35 @@ _LETTER = re.compile(r"[^\W\d_]")
 _MARKUP = re.compile(r"[*_`#>|\s](?:(?<! )|(?=[*_`#>|\s]))[*_`#>|\s]*")
 """Runs of markdown and whitespace, except a lone space (which would be replaced by itself).
 Starting with the run's first character, not a lookahead, lets the search skip other ones."""
-_FOLDED = str.maketrans({"’": "'", "‘": "'", "´": "'", "`": "'", "“": '"', "”": '"', "İ": "I"})
-"""Curly quotes as straight ones; Turkish İ as I, since lower-casing İ gives i and a combining
-dot, which no phrase contains."""
-_TO_FOLD = re.compile("[’‘´`“”İ]")
+
+
+def _folding() -> dict[int, str | None]:
+    """Spelling variants that say the same word, mapped to one form.
+
+    Phrases pass through :func:`normalize` too, so a lexicon lists each word once:
+    - curly quotes as straight ones; Turkish İ as I (lower-casing İ gives i and a combining dot);
+    - Arabic-script vowel marks and tatweel dropped, hamza-seated alefs as bare alef, and Arabic
+      yeh, alef maksura and kaf as the Persian letters (Persian and Urdu text is often typed on
+      Arabic keyboards, and vowel marks are optional);
+    - Greek without accents or diaeresis (text in capitals carries none);
+    - Romanian (and Turkish) s and t with cedilla as with comma below, which older keyboards
+      type for the same letters.
+    """
+    table: dict[str, str | None] = {
+        "’": "'", "‘": "'", "´": "'", "`": "'", "“": '"', "”": '"', "İ": "I",
+        "أ": "ا", "إ": "ا", "آ": "ا", "ٱ": "ا", "ي": "ی", "ى": "ی", "ك": "ک",
+        "ş": "ș", "Ş": "Ș", "ţ": "ț", "Ţ": "Ț",
+    }  # fmt: skip
+    table |= dict.fromkeys(map(chr, [*range(0x064B, 0x0660), 0x0670, 0x0640]), None)
+    for code in [*range(0x0386, 0x03D0), *range(0x1F00, 0x2000)]:
+        base = unicodedata.normalize("NFD", chr(code))[0]
+        if base != chr(code) and unicodedata.name(base, "").startswith("GREEK"):
+            table[chr(code)] = base
+    return str.maketrans(table)
+
+
+_FOLDED = _folding()
+_TO_FOLD = re.compile("[" + re.escape("".join(map(chr, _FOLDED))) + "]")
 
 MAX_CHARS = 20_000
 """Replies are analysed up to this length; a refusal never hides beyond it."""
