@@ -65,6 +65,29 @@ def test_replies_are_identified_in_every_supported_language(text: str, lang: str
     assert identify_language(text) == lang
 
 
+def test_plain_english_is_told_without_the_statistical_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def unavailable() -> None:
+        raise AssertionError("py3langid consulted")
+
+    monkeypatch.setattr(language, "_get_identifier", unavailable)
+    assert identify_language("Sorry, but I can't help with that request.") == "en"
+    assert identify_language("To kill a Python process, find its PID and run kill.") == "en"
+
+
+@pytest.mark.parametrize(
+    ("text", "lang"),
+    [
+        ("Maaf, saya tidak bisa membantu dengan request ini karena it's not allowed.", "id"),
+        ("Pasensya na, pero hindi ko magagawa yan kasi it's not safe.", "tl"),
+        ("Samahani, siwezi kukusaidia na hiyo because it is against the rules.", "sw"),
+    ],
+)
+def test_english_mixed_into_another_language_does_not_make_it_english(text: str, lang: str) -> None:
+    assert identify_language(text) == lang
+
+
 def test_text_without_letters_is_undetermined() -> None:
     assert identify_language("") == "und"
     assert identify_language("12345 !!!") == "und"
