@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from guardrail.detection.features import effective_cues
 from guardrail.detection.lexicon import (
     Cue,
     LexiconError,
@@ -23,8 +24,9 @@ from guardrail.detection.rules import RuleMatcher
 from guardrail.detection.sentences import segment
 
 DEV_REPLIES = Path(__file__).parent / "data" / "lexicon_dev_replies.jsonl"
-"""Replies (16 per non-English language) written by authors other than the lexicons' to find
-phrasings the lexicons missed; the phrases added for them must keep finding them."""
+"""Replies written by authors other than the lexicons' to find phrasings the lexicons missed (16
+per non-English language, then 24 more in the 16 languages with the lowest recall); the phrases
+added for them must keep finding them."""
 
 
 @pytest.fixture(scope="session")
@@ -659,7 +661,8 @@ def _dev_replies() -> list[dict[str, str]]:
 
 @pytest.mark.parametrize("row", _dev_replies(), ids=lambda row: row["id"])
 def test_development_replies_keep_their_cues(matcher: RuleMatcher, row: dict[str, str]) -> None:
-    found = cues_of(matcher, row["response"])
+    analysis = matcher.analyse(row["response"])
+    found = {cue for sentence in analysis.sentences for cue in effective_cues(sentence)}
     if row["label3"] == "full_compliance":
         assert not found & {Cue.REFUSAL, Cue.APOLOGY, Cue.LIMITATION}
     else:
