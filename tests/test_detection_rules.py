@@ -22,6 +22,7 @@ from guardrail.detection.lexicon import (
 )
 from guardrail.detection.rules import RuleMatcher
 from guardrail.detection.sentences import segment
+from guardrail.types import Label3, Strategy
 
 DEV_REPLIES = Path(__file__).parent / "data" / "lexicon_dev_replies.jsonl"
 """Replies written by authors other than the lexicons' to find phrasings the lexicons missed (16
@@ -667,3 +668,10 @@ def test_development_replies_keep_their_cues(matcher: RuleMatcher, row: dict[str
         assert not found & {Cue.REFUSAL, Cue.APOLOGY, Cue.LIMITATION}
     else:
         assert found & {Cue.REFUSAL, Cue.BOUNDARY}
+
+
+def test_development_replies_are_labelled_with_the_studys_scheme() -> None:
+    for row in _dev_replies():
+        label, strategy = Label3(row["label3"]), Strategy(row["strategy"])
+        answers = label is Label3.FULL_COMPLIANCE
+        assert answers == (strategy is Strategy.FULL_COMPLIANCE), row["id"]

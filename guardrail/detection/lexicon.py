@@ -11,6 +11,9 @@ phrase syntax keeps the files readable while covering the variants real replies 
 In a ``word`` script (spaces between words) braces must stand between spaces; in a ``char``
 script (Chinese, Japanese, Korean) every character is a token, so they may stand anywhere.
 Phrases under ``opening`` only count when they open a sentence ("Sure, ..." or "No, ...").
+Phrases and replies are folded alike before matching (``sentences.normalize``: case, curly
+quotes, Arabic vowel marks and letter variants, Greek accents, cedilla s/t), so a phrase is
+written once, the usual way.
 """
 
 from __future__ import annotations
