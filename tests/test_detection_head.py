@@ -157,13 +157,17 @@ def test_the_full_head_learns_from_languages_the_embedding_model_does_not_cover(
     others = np.asarray([i for i, e in enumerate(examples) if e.lang != "en"])
     english = np.asarray([i for i, e in enumerate(examples) if e.lang == "en"])
     embedding = Embedding("none", 0, 8, False, ("en",))
-    weights = fit([examples[i] for i in others], inputs.take(others), embedding, seed=1)
-    # Every English reply goes through the full head, which saw no English reply in training.
     judged = inputs.take(english)
-    scores = Scorer(weights, gate=False).score(judged.features, judged.langs, judged.embeddings)
-    assert {s.decided_by for s in scores} == {"head"}
     truth = [examples[i].is_refusal for i in english]
-    rules = Scorer(weights, use_embeddings=False).score(judged.features, judged.langs)
-    learnt = roc_auc_score(truth, [s.probability for s in scores])
-    assert learnt > 0.8
-    assert learnt > roc_auc_score(truth, [s.probability for s in rules]) - 0.05
+    learnt, baseline = [], []
+    # Fits of a few hundred replies move AUC by +-0.05 from one seed to the next: compare means.
+    for seed in (1, 2, 3):
+        weights = fit([examples[i] for i in others], inputs.take(others), embedding, seed=seed)
+        # Every English reply goes through the full head, which saw no English reply in training.
+        full = Scorer(weights, gate=False).score(judged.features, judged.langs, judged.embeddings)
+        assert {s.decided_by for s in full} == {"head"}
+        rules = Scorer(weights, use_embeddings=False).score(judged.features, judged.langs)
+        learnt.append(roc_auc_score(truth, [s.probability for s in full]))
+        baseline.append(roc_auc_score(truth, [s.probability for s in rules]))
+    assert min(learnt) > 0.8
+    assert np.mean(learnt) > np.mean(baseline) - 0.05
