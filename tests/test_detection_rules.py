@@ -26,8 +26,9 @@ from guardrail.types import Label3, Strategy
 
 DEV_REPLIES = Path(__file__).parent / "data" / "lexicon_dev_replies.jsonl"
 """Replies written by authors other than the lexicons' to find phrasings the lexicons missed (16
-per non-English language, then 24 more in the 16 languages with the lowest recall); the phrases
-added for them must keep finding them."""
+per non-English language, then 24 more in the 16 languages with the lowest recall, then 24 long
+partial refusals and hard-negative answers in 14 languages); the phrases added for them must keep
+finding them."""
 
 
 @pytest.fixture(scope="session")
