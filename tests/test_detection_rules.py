@@ -432,9 +432,9 @@ def _new_words(rng: random.Random) -> str:
 def _settled(matcher: RuleMatcher, bound: int) -> int:
     """The vocabulary size once a rebuild in progress has been swapped in."""
     deadline = time.monotonic() + 20
-    while matcher.vocabulary_size > bound and time.monotonic() < deadline:
+    while matcher.new_words > bound and time.monotonic() < deadline:
         time.sleep(0.05)
-    return matcher.vocabulary_size
+    return matcher.new_words
 
 
 REFERENCE = [
@@ -468,15 +468,15 @@ cues:
 def test_the_vocabulary_stays_bounded_and_matching_is_unchanged_by_rebuilds() -> None:
     limit = 500
     matcher = RuleMatcher(max_new_words=limit)
-    built = matcher.vocabulary_size
+    assert matcher.new_words == 0
     expected = [matcher.analyse(text) for text in REFERENCE]
     rng = random.Random(0)
     largest = 0
     for _ in range(300):  # 6,000 words never seen before
         matcher.analyse(_new_words(rng))
-        largest = max(largest, matcher.vocabulary_size)
-    assert largest > built + limit  # the limit was reached ...
-    assert _settled(matcher, built + limit) <= built + limit  # ... and the vocabulary renewed
+        largest = max(largest, matcher.new_words)
+    assert largest > limit  # the limit was reached ...
+    assert _settled(matcher, limit) <= limit  # ... and the vocabulary renewed
     assert [matcher.analyse(text) for text in REFERENCE] == expected
 
 

@@ -14,7 +14,7 @@ import itertools
 import re
 import threading
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,7 @@ import spacy
 from spacy.attrs import IDX, IS_PUNCT, IS_SPACE, LOWER
 from spacy.language import Language
 from spacy.matcher import PhraseMatcher
+from spacy.strings import get_string_id
 from spacy.tokenizer import Tokenizer
 from spacy.tokens import Doc
 
@@ -128,9 +129,14 @@ class _Engine:
 
     spaCy adds every word it tokenizes to the vocabulary (and its tokenizer cache) for good,
     about half a kilobyte each; a proxy that reads replies for weeks would grow without bound.
-    An engine counts as worn once it holds ``max_new_words`` entries more than when built,
+    An engine counts as worn once it has taken on ``max_new_words`` entries since it was built,
     and is then replaced by a fresh one built from the same alternatives. Replacing beats
     spaCy's ``memory_zone``, which may not be entered by two threads at once.
+
+    One-word alternatives (more than half) are looked up in a dictionary by their lower-case
+    hash rather than added to the ``PhraseMatcher``, whose trie and bookkeeping take about a
+    kilobyte per pattern; the pattern documents are made in a memory zone, so the lexemes of
+    the lexicons' words are not kept either. Together that is some 60 MB less.
     """
 
     def __init__(
@@ -138,14 +144,42 @@ class _Engine:
     ) -> None:
         self.nlp = nlp
         self.matcher = PhraseMatcher(nlp.vocab, attr="LOWER")
+        self.single_word: dict[int, int] = {}
+        """Alternative id by the lower-case hash of its only word."""
+        self.alternative_of: dict[int, int] = {}
+        """Alternative id by ``PhraseMatcher`` match id."""
+        strings = nlp.vocab.strings
         for ident, tokens in enumerate(alternatives):
-            self.matcher.add(str(ident), [Doc(nlp.vocab, words=list(tokens))])
-        self.alternative_of = {nlp.vocab.strings[str(i)]: i for i in range(len(alternatives))}
-        """Alternative id by match id."""
-        self.limit = len(nlp.vocab) + max_new_words
+            if len(tokens) == 1:
+                self.single_word[get_string_id(tokens[0])] = ident
+            else:  # added before the memory zone: match ids must outlive it
+                self.alternative_of[strings.add(str(ident))] = ident
+        with nlp.memory_zone():
+            for ident, tokens in enumerate(alternatives):
+                if len(tokens) > 1:
+                    self.matcher.add(str(ident), [Doc(nlp.vocab, words=list(tokens))])
+        self.built = len(nlp.vocab)
+        self.max_new_words = max_new_words
+
+    @property
+    def new_words(self) -> int:
+        """Vocabulary entries taken on since the engine was built."""
+        return len(self.nlp.vocab) - self.built
 
     def worn(self) -> bool:
-        return len(self.nlp.vocab) > self.limit
+        return self.new_words > self.max_new_words
+
+    def find(self, doc: Doc, lower: Sequence[int]) -> Iterator[tuple[int, int, int]]:
+        """(alternative id, start, end) of every alternative in ``doc``, whose tokens' LOWER
+        hashes are ``lower``."""
+        single_word = self.single_word
+        for start, key in enumerate(lower):
+            ident = single_word.get(key)
+            if ident is not None:
+                yield ident, start, start + 1
+        alternative_of = self.alternative_of
+        for match_id, start, end in self.matcher(doc):
+            yield alternative_of[match_id], start, end
 
 
 class _ScriptMatcher:
@@ -171,25 +205,30 @@ class _ScriptMatcher:
         alternative_ids: dict[tuple[str, ...], int] = {}
         alternatives_of: list[frozenset[int]] = []
         entries: list[_Phrase] = []
-        for lexicon in lexicons:
-            for cue, phrase, opening in iter_phrases(lexicon):
-                compiled = compile_phrase(phrase, script, functools.partial(_tokens, nlp))
-                slots = []
-                for part in compiled:
-                    ident = segment_ids.setdefault(part.alternatives, len(segment_ids))
-                    if ident == len(alternatives_of):
-                        alternatives_of.append(
-                            frozenset(
-                                alternative_ids.setdefault(alt, len(alternative_ids))
-                                for alt in part.alternatives
-                            )
+        tokenize = functools.partial(_tokens, nlp)
+        with nlp.memory_zone():  # the phrases' words need not stay in the vocabulary
+            compiled_phrases = [
+                (lexicon.lang, cue, opening, compile_phrase(phrase, script, tokenize))
+                for lexicon in lexicons
+                for cue, phrase, opening in iter_phrases(lexicon)
+            ]
+        for lang, cue, opening, compiled in compiled_phrases:
+            slots = []
+            for part in compiled:
+                ident = segment_ids.setdefault(part.alternatives, len(segment_ids))
+                if ident == len(alternatives_of):
+                    alternatives_of.append(
+                        frozenset(
+                            alternative_ids.setdefault(alt, len(alternative_ids))
+                            for alt in part.alternatives
                         )
-                    slots.append((ident, part.optional, part.gap_before))
-                required = frozenset(i for i, optional, _ in slots if not optional)
-                needs = tuple(alternatives_of[i] for i in required)
-                entries.append(_Phrase((cue, lexicon.lang), opening, tuple(slots), required, needs))
-                if not self.unanchored:
-                    self._add_anchor(compiled)
+                    )
+                slots.append((ident, part.optional, part.gap_before))
+            required = frozenset(i for i, optional, _ in slots if not optional)
+            needs = tuple(alternatives_of[i] for i in required)
+            entries.append(_Phrase((cue, lang), opening, tuple(slots), required, needs))
+            if not self.unanchored:
+                self._add_anchor(compiled)
         self.alternatives_of = tuple(alternatives_of)
         """Alternative ids of each segment, indexed by segment id."""
         segments_of: list[set[int]] = [set() for _ in alternative_ids]  # by alternative id
@@ -211,7 +250,8 @@ class _ScriptMatcher:
         for entry in entries:
             key = min(entry.required, key=lambda ident: (-shortest[ident], spread[ident], ident))
             self.phrases.setdefault(key, []).append(entry)
-        self.keys_of = tuple(frozenset(s & self.phrases.keys()) for s in segments_of)
+        none: frozenset[int] = frozenset()  # shared: most alternatives are never looked up under
+        self.keys_of = tuple(frozenset(s & self.phrases.keys()) or none for s in segments_of)
         """The segments phrases are looked up under that contain each alternative, by its id."""
         self._engine = _Engine(nlp, self.alternatives, max_new_words)
         self._renewing = threading.Lock()
@@ -257,7 +297,7 @@ class _ScriptMatcher:
         engine = self._engine  # one engine for the whole call, even if another replaces it
         doc = engine.nlp.make_doc("\n\n".join(texts))
         starts = list(itertools.accumulate((len(t) + 2 for t in texts[:-1]), initial=0))
-        columns = doc.to_array([IDX, IS_PUNCT, IS_SPACE])
+        columns = doc.to_array([IDX, IS_PUNCT, IS_SPACE, LOWER])
         bounds = [*np.searchsorted(columns[:, 0], starts).tolist(), len(columns)]
         not_word = np.logical_or(columns[:, 1], columns[:, 2]).tolist()
         sentence_of: list[int] = []  # by token
@@ -269,9 +309,8 @@ class _ScriptMatcher:
             if start < end:
                 first[where] = start
         spans: list[defaultdict[int, list[tuple[int, int]]]] = [defaultdict(list) for _ in texts]
-        alternative_of = engine.alternative_of
-        for match_id, start, end in engine.matcher(doc):
-            spans[sentence_of[start]][alternative_of[match_id]].append((start, end))
+        for ident, start, end in engine.find(doc, columns[:, 3].tolist()):
+            spans[sentence_of[start]][ident].append((start, end))
         hits: list[list[tuple[Cue, str]]] = []
         for where, found in enumerate(spans):
             present = found.keys()
@@ -290,8 +329,8 @@ class _ScriptMatcher:
         return hits
 
     @property
-    def vocabulary_size(self) -> int:
-        return len(self._engine.nlp.vocab)
+    def new_words(self) -> int:
+        return self._engine.new_words
 
     def _renew(self, worn: _Engine) -> None:
         """Start building a fresh engine in the background (about 0.3 s), unless one is being
@@ -352,9 +391,10 @@ class RuleMatcher:
         ]
 
     @property
-    def vocabulary_size(self) -> int:
-        """Entries in the matchers' spaCy vocabularies: bounded by ``max_new_words`` each."""
-        return sum(matcher.vocabulary_size for matcher in self._matchers)
+    def new_words(self) -> int:
+        """Vocabulary entries the matchers took on since built: at most ``max_new_words`` each
+        for long, as a matcher that passes that is replaced by a fresh one."""
+        return sum(matcher.new_words for matcher in self._matchers)
 
     def analyse(self, text: str) -> Analysis:
         layout = segment(text)
