@@ -465,6 +465,14 @@ cues:
     ]
 
 
+def test_a_gap_before_an_optional_slot_holds_when_the_slot_is_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "en.yaml"
+    path.write_text('lang: en\ncues:\n  refusal: ["i * [really] help"]\n', encoding="utf-8")
+    matcher = RuleMatcher([load_lexicon(path)])
+    texts = ["I can't help.", "I really can't really help.", "I would not at all ever help."]
+    assert [bool(matcher.analyse(text).sentences) for text in texts] == [True, True, False]
+
+
 def test_the_vocabulary_stays_bounded_and_matching_is_unchanged_by_rebuilds() -> None:
     limit = 500
     matcher = RuleMatcher(max_new_words=limit)

@@ -357,20 +357,24 @@ def _chained(
     ``found`` holds the (start, end) tokens of each alternative found in the sentence, a
     segment occurring wherever one of its ``alternatives_of`` does; ``first`` is the sentence's
     first word token (where an opening phrase must start)."""
-    ends: set[int] = {-1}  # -1: nothing matched yet
+    ends: dict[int, int] = {-1: 0}  # -1: nothing matched yet
+    """Where the segments so far may end, each with the gap owed to optional segments skipped
+    since: in "a * [b] c" without "b", "c" may stand as far from "a" as "b" could have."""
     for ident, optional, gap in phrase.segments:
-        reached = set()
+        reached: dict[int, int] = {}
         for alternative in found.keys() & alternatives_of[ident]:  # iterates the smaller
             for start, end in found[alternative]:
-                for previous in ends:
+                for previous, owed in ends.items():
                     if previous < 0:  # the phrase's first matched segment: must it open?
                         if not phrase.opening or start == first:
-                            reached.add(end)
+                            reached[end] = 0
                             break
-                    elif previous <= start <= previous + gap:
-                        reached.add(end)
+                    elif previous <= start <= previous + gap + owed:
+                        reached[end] = 0
                         break
-        ends = reached | ends if optional else reached
+        if optional:  # skipping it keeps the earlier ends, now owed its gap too
+            reached |= {end: owed + gap for end, owed in ends.items()}
+        ends = reached
         if not ends:
             return False
     return any(end >= 0 for end in ends)
