@@ -25,6 +25,8 @@ from guardrail.detection.sentences import _BOUNDARY, _MARKUP, normalize
         ("لا أَسْتَطِيعُ ذلك", "لا استطیع ذلک"),
         ("متأسفم، نمي‌توانم كمك كنم", "متاسفم، نمی‌توانم کمک کنم"),
         ("Nu pot face aşa ceva. Ţara", "Nu pot face așa ceva. Țara"),
+        ('פנה לעו"ד, לא אפרט.', "פנה לעו\u05f4ד, לא אפרט."),
+        ('הוא אמר "שלום" ויצא', "הוא אמר ויצא"),
     ],
 )
 def test_markup_whitespace_quotes_and_quoted_speech_are_normalised(

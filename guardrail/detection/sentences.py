@@ -81,11 +81,16 @@ _QUOTED = re.compile(
     r'"[^"]*(?:"|$)|«[^»]*(?:»|$)|„[^“"]*(?:[“"]|$)|「[^」]*(?:」|$)|『[^』]*(?:』|$)'
 )
 """Quoted speech ("say: 'I'm sorry'") is not the assistant's own voice; cues inside are ignored."""
+_HEBREW_ABBREVIATION = re.compile('(?<=[\u05d0-\u05ea])"(?=[\u05d0-\u05ea])')
+"""A straight double quote inside a Hebrew word is the abbreviation mark typed on a keyboard
+(עו"ד, ער"ן), not a quotation: it is read as the proper mark ״ so the sentence is not cut."""
 
 
 def normalize(text: str) -> str:
     """What the matcher reads: NFKC, straight quotes, no markdown, no quoted speech."""
     text = unicodedata.normalize("NFKC", text)
+    if '"' in text:
+        text = _HEBREW_ABBREVIATION.sub("\u05f4", text)
     if _TO_FOLD.search(text):
         text = text.translate(_FOLDED)
     return _MARKUP.sub(" ", _QUOTED.sub(" ", text)).strip()
