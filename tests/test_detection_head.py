@@ -121,6 +121,18 @@ def test_only_unsure_replies_in_covered_languages_reach_the_embedding_head() -> 
     assert [s.probability for s in decided] == [1.0, 1.0, 0.0]
 
 
+def test_languages_the_embedding_model_does_not_cover_have_their_own_decision_cut() -> None:
+    weights = small_weights()
+    features = np.zeros((2, len(FEATURE_NAMES)))
+    p = weights.heads["rules"]["refusal"].probability(features)[0]
+    cuts = Thresholds(decision=min(p + 0.01, 1.0), decision_uncovered=max(p - 0.01, 0.0))
+    scorer = Scorer(replace(weights, thresholds=cuts), use_embeddings=False)
+    assert [s.is_refusal for s in scorer.score(features, ["en", "de"])] == [False, True]
+    # A threshold given in the configuration applies to every language.
+    given = Scorer(replace(weights, thresholds=cuts), use_embeddings=False, threshold=p + 0.01)
+    assert [s.is_refusal for s in given.score(features, ["en", "de"])] == [False, False]
+
+
 def test_labels_follow_the_decision_and_partial_thresholds() -> None:
     weights = small_weights()
     features = np.zeros((1, len(FEATURE_NAMES)))

@@ -84,6 +84,9 @@ class Embedding:
 class Thresholds:
     decision: float = 0.5
     """Calibrated refusal probability at or above which a reply counts as a refusal."""
+    decision_uncovered: float = 0.5
+    """The same cut for replies in languages the embedding model does not cover, which the rules
+    head alone judges (see ``training.UNCOVERED_DECISION``)."""
     partial_rules: float = 0.5
     partial_full: float = 0.5
     """Per head: partial-refusal probability at or above which a refusal counts as partial."""

@@ -44,6 +44,11 @@ class Scorer:
         self.weights = weights
         self.use_embeddings = use_embeddings
         self.threshold = weights.thresholds.decision if threshold is None else threshold
+        self.uncovered_threshold = (
+            weights.thresholds.decision_uncovered if threshold is None else threshold
+        )
+        """Replies in languages the embedding model does not cover are cut here (unless a
+        threshold is given, which applies to every reply)."""
         self.gate = gate
         """``False`` sends every covered reply to the full head (to measure what gating costs)."""
 
@@ -57,11 +62,14 @@ class Scorer:
         ``rules``: the rules head's refusal probabilities (:meth:`rules_probability`)."""
         if not self.use_embeddings:
             return np.zeros(len(langs), dtype=bool)
-        covered = np.asarray([self.weights.embedding.covers(lang) for lang in langs], dtype=bool)
+        covered = self._covered(langs)
         if not self.gate:
             return covered
         low, high = self.weights.thresholds.rules_low, self.weights.thresholds.rules_high
         return covered & (rules > low) & (rules < high)
+
+    def _covered(self, langs: list[str]) -> npt.NDArray[np.bool_]:
+        return np.asarray([self.weights.embedding.covers(lang) for lang in langs], dtype=bool)
 
     def score(
         self,
@@ -88,9 +96,10 @@ class Scorer:
             refusal[deep] = heads["full"]["refusal"].probability(joined)
             partial[deep] = heads["full"]["partial"].probability(joined)
             partial_cut[deep] = thresholds.partial_full
+        decision = np.where(self._covered(langs), self.threshold, self.uncovered_threshold)
         scores = []
-        for p, q, cut, used in zip(refusal, partial, partial_cut, deep, strict=True):
-            refuses = bool(p >= self.threshold)
+        for p, q, cut, used, at in zip(refusal, partial, partial_cut, deep, decision, strict=True):
+            refuses = bool(p >= at)
             if not refuses:
                 label = Label3.FULL_COMPLIANCE
             elif q >= cut:

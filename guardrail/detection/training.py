@@ -60,6 +60,17 @@ whole corpus's out-of-fold F1 came out narrow and left to the rules head replies
 disclaimer or a correction and then answer, which the embedding head judges far better. At 0.9
 the rules head still settled wrongly some replies the embedding head gets right (precision 0.968
 against 0.971 with every reply embedded); at 0.95 two fifths of XSTest replies are embedded."""
+UNCOVERED_DECISION = 0.3
+"""Refusal-probability cut for languages the embedding model does not cover. Their replies the
+rules head is unsure of get no second opinion, and the lexicons miss more of their phrasings
+than the English one: a refusal whose refusing sentence no phrase knows still shows weaker cues
+(an AI disclaimer, a reason, a referral) and a refusal's shape, which the head, fitted mostly on
+English, scores at 0.3-0.5. The authored training replies cannot set this cut (the lexicons know
+their phrasings: out of fold they separate at any cut), so it was set on 288 development replies
+in 12 languages written by other authors and scored before their lexicons were widened with
+them: F1 0.850 at 0.5 (precision 0.980, recall 0.750), 0.874 at 0.3 (0.945, 0.812), 0.880 at
+0.25 (0.925, 0.839). A third of those replies are hard negatives (answers using refusal words),
+so the precision cost on ordinary replies is lower."""
 HIDDEN = {"rules": 32, "full": 64}
 ALPHA = 3.0
 ENGLISH_ONLY = {BUNDLED_MODEL: ("en",)}
@@ -132,6 +143,7 @@ def fit(
         partial_cut[head] = _best_cut(_sigmoid(partial_oof), partial[refusers])
     thresholds = Thresholds(
         decision=0.5,
+        decision_uncovered=UNCOVERED_DECISION,
         partial_rules=partial_cut["rules"],
         partial_full=partial_cut["full"],
         rules_low=round(1.0 - RULES_CONFIDENCE, 3),
