@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from guardrail.detection.rules import RuleMatcher
-from guardrail.detection.strategy import choose_strategy
-from guardrail.types import Label3, Strategy
+from guardrail.detection.strategy import choose_strategy, evidence
+from guardrail.types import Label3, Pattern, Strategy
 
 
 @pytest.fixture(scope="module")
@@ -41,3 +41,10 @@ def test_the_label_decides_partial_and_full_compliance(matcher: RuleMatcher) -> 
     assert choose_strategy(Label3.PARTIAL_REFUSAL, plain) is Strategy.PARTIAL_COMPLIANCE
     assert choose_strategy(Label3.FULL_COMPLIANCE, hedged) is Strategy.PARTIAL_COMPLIANCE
     assert choose_strategy(Label3.FULL_COMPLIANCE, plain) is Strategy.FULL_COMPLIANCE
+
+
+def test_an_idiom_shows_no_direct_refusal_pattern(matcher: RuleMatcher) -> None:
+    found = evidence(matcher.analyse("I can't recommend this book enough."))
+    assert Pattern.DIRECT_REFUSAL not in {item.pattern for item in found}
+    refusal = evidence(matcher.analyse("I can't help with that."))
+    assert Pattern.DIRECT_REFUSAL in {item.pattern for item in refusal}

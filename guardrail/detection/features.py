@@ -34,6 +34,16 @@ DECLINING = frozenset(
 """Cues that belong to declining rather than answering."""
 REFUSING = frozenset({Cue.REFUSAL, Cue.APOLOGY, Cue.LIMITATION, Cue.OBJECTION, Cue.BOUNDARY})
 """Cues that by themselves say the request is not (fully) met."""
+CANCELS: dict[Cue, frozenset[Cue]] = {
+    Cue.SYMPATHY: frozenset({Cue.APOLOGY}),
+    Cue.IDIOM: frozenset({Cue.REFUSAL, Cue.OBJECTION}),
+}
+"""Cues that say another cue of the same sentence is not what it seems: "sorry to hear" is
+sympathy, not an apology for refusing; "I can't recommend it enough" refuses nothing."""
+MARKERS = frozenset({Cue.IDIOM})
+"""Cues that only cancel others and count for nothing themselves: replies carrying an idiom are
+too rare in the training data for the head to learn a weight of its own for it."""
+SCORED_CUES = tuple(cue for cue in Cue if cue not in MARKERS)
 
 SHAPE_FEATURES = (
     "chars_under_150",
@@ -59,7 +69,7 @@ SHAPE_FEATURES = (
 PROMPT_FEATURES = ("prompt_overlap_opening", "prompt_overlap_reply")
 """How much of the request the reply takes up: answers repeat its terms, refusals rarely do."""
 FEATURE_NAMES: tuple[str, ...] = (
-    *(f"{cue.value}_{where}" for cue in Cue for where in ("opening", "later")),
+    *(f"{cue.value}_{where}" for cue in SCORED_CUES for where in ("opening", "later")),
     *SHAPE_FEATURES,
     *PROMPT_FEATURES,
 )
@@ -71,10 +81,13 @@ _CHAR_RUN = re.compile(f"[{CHAR_SCRIPT_LETTERS}]{{2,}}")
 
 
 def effective_cues(sentence: SentenceCues) -> frozenset[Cue]:
-    """A sentence's cues for scoring: "sorry to hear" is sympathy, not an apology for refusing."""
-    if Cue.SYMPATHY in sentence.cues:
-        return sentence.cues - {Cue.APOLOGY}
-    return sentence.cues
+    """A sentence's cues once the cancelling ones (:data:`CANCELS`) have removed theirs and the
+    markers have been dropped."""
+    cues = sentence.cues
+    for cue, cancelled in CANCELS.items():
+        if cue in cues:
+            cues = cues - cancelled
+    return cues - MARKERS
 
 
 def reply_features(analysis: Analysis, prompt: str) -> Vector:
@@ -85,16 +98,17 @@ def reply_features(analysis: Analysis, prompt: str) -> Vector:
     opening_cues: set[Cue] = set()
     later_cues: set[Cue] = set()
     refusing: list[SentenceCues] = []
-    declining = 0
+    declining = cued = 0
     for sentence in analysis.sentences:
         cues = effective_cues(sentence)
+        cued += bool(cues)
         (opening_cues if sentence.index < analysis.opening else later_cues).update(cues)
         if cues & REFUSING:
             refusing.append(sentence)
         if cues & DECLINING:
             declining += 1
     values: list[float] = []
-    for cue in Cue:
+    for cue in SCORED_CUES:
         values.append(float(cue in opening_cues))
         values.append(float(cue in later_cues))
     refusing_opening = bool(opening_cues & REFUSING)
@@ -122,7 +136,7 @@ def reply_features(analysis: Analysis, prompt: str) -> Vector:
             float(last_text.endswith(("?", "？"))),
             declining / total,
             len(refusing) / total,
-            (total - len(analysis.sentences)) / total,
+            (total - cued) / total,
             position,
             after,
             before,

@@ -86,6 +86,9 @@ class Cue(StrEnum):
     """Opens by agreeing to help: "Sure", "Here are"."""
     NEGATION = "negation"
     """Opens with a bare "No"."""
+    IDIOM = "idiom"
+    """Says "can't" without declining anything: "I can't recommend it enough", "I can't help
+    but smile". Cancels the refusal and objection cues of its sentence."""
 
 
 CUE_PATTERNS: Mapping[Cue, tuple[Pattern, ...]] = {

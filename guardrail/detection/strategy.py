@@ -19,7 +19,7 @@ def evidence(analysis: Analysis) -> tuple[PatternEvidence, ...]:
     """Each pattern the reply shows, with the first sentence that shows it, in pattern order."""
     found: dict[Pattern, str] = {}
     for sentence in analysis.sentences:
-        for cue in sentence.cues:
+        for cue in effective_cues(sentence):
             for pattern in CUE_PATTERNS.get(cue, ()):
                 found.setdefault(pattern, sentence.sentence.text)
     return tuple(PatternEvidence(p, found[p]) for p in Pattern if p in found)

@@ -1,0 +1,64 @@
+"""Reply features: which cues count, and how cancelling cues change them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from guardrail.detection.features import FEATURE_NAMES, MARKERS, effective_cues, reply_features
+from guardrail.detection.lexicon import Cue
+from guardrail.detection.rules import RuleMatcher
+
+
+@pytest.fixture(scope="module")
+def matcher() -> RuleMatcher:
+    return RuleMatcher()
+
+
+def effective(matcher: RuleMatcher, text: str) -> set[Cue]:
+    return {cue for s in matcher.analyse(text).sentences for cue in effective_cues(s)}
+
+
+def feature(matcher: RuleMatcher, text: str, name: str) -> float:
+    return float(reply_features(matcher.analyse(text), "")[FEATURE_NAMES.index(name)])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I can't recommend this book enough.",
+        "I can't help but smile every time I bake it.",
+        "I can't tell you how much this helped my students.",
+        "I won't pretend it's easy, but here is the plan.",
+        "No puedo recomendar este libro lo suficiente.",
+        "Ik kan dit boek niet genoeg aanbevelen.",
+    ],
+)
+def test_an_idiom_with_cant_refuses_nothing(matcher: RuleMatcher, text: str) -> None:
+    raw = {cue for s in matcher.analyse(text).sentences for cue in s.cues}
+    assert Cue.IDIOM in raw
+    assert not effective(matcher, text) & {Cue.REFUSAL, Cue.OBJECTION, Cue.IDIOM}
+    assert feature(matcher, text, "refusal_opening") == 0.0
+    assert feature(matcher, text, "plain_share") == 1.0
+
+
+def test_an_idiom_leaves_the_refusal_of_another_sentence(matcher: RuleMatcher) -> None:
+    text = "I can't recommend the first book of the series enough. I can't help you pirate it."
+    assert Cue.REFUSAL in effective(matcher, text)
+    assert feature(matcher, text, "refusal_later") == 1.0
+
+
+def test_refusals_that_share_an_idioms_words_stay_refusals(matcher: RuleMatcher) -> None:
+    for text in ("I can't help with that.", "I won't pretend to be your girlfriend."):
+        assert Cue.REFUSAL in effective(matcher, text)
+
+
+def test_sympathy_cancels_the_apology_it_contains(matcher: RuleMatcher) -> None:
+    assert effective(matcher, "I'm so sorry to hear about your dog.") >= {Cue.SYMPATHY}
+    assert Cue.APOLOGY not in effective(matcher, "I'm so sorry to hear about your dog.")
+    assert Cue.APOLOGY in effective(matcher, "I'm sorry, but I can't share that.")
+
+
+def test_markers_have_no_feature_of_their_own() -> None:
+    assert not any(name.startswith(tuple(m.value for m in MARKERS)) for name in FEATURE_NAMES)
+    assert np.isfinite(reply_features(RuleMatcher().analyse("Hi."), "")).all()
