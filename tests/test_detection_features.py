@@ -59,6 +59,6 @@ def test_sympathy_cancels_the_apology_it_contains(matcher: RuleMatcher) -> None:
     assert Cue.APOLOGY in effective(matcher, "I'm sorry, but I can't share that.")
 
 
-def test_markers_have_no_feature_of_their_own() -> None:
+def test_markers_have_no_feature_of_their_own(matcher: RuleMatcher) -> None:
     assert not any(name.startswith(tuple(m.value for m in MARKERS)) for name in FEATURE_NAMES)
-    assert np.isfinite(reply_features(RuleMatcher().analyse("Hi."), "")).all()
+    assert np.isfinite(reply_features(matcher.analyse("Hi."), "")).all()

@@ -60,9 +60,13 @@ class Scorer:
         """Which replies the full head should see: covered language, rules head unsure.
 
         ``rules``: the rules head's refusal probabilities (:meth:`rules_probability`)."""
+        return self._needs_embedding(rules, self._covered(langs))
+
+    def _needs_embedding(
+        self, rules: Matrix, covered: npt.NDArray[np.bool_]
+    ) -> npt.NDArray[np.bool_]:
         if not self.use_embeddings:
-            return np.zeros(len(langs), dtype=bool)
-        covered = self._covered(langs)
+            return np.zeros(len(covered), dtype=bool)
         if not self.gate:
             return covered
         low, high = self.weights.thresholds.rules_low, self.weights.thresholds.rules_high
@@ -88,7 +92,8 @@ class Scorer:
         refusal = self.rules_probability(features) if rules is None else rules.copy()
         partial = heads["rules"]["partial"].probability(features)
         partial_cut = np.full(len(refusal), thresholds.partial_rules)
-        deep = self.needs_embedding(refusal, langs)
+        covered = self._covered(langs)
+        deep = self._needs_embedding(refusal, covered)
         if deep.any():
             if embeddings is None:
                 raise ValueError("embeddings are needed for replies the rules head is unsure of")
@@ -96,7 +101,7 @@ class Scorer:
             refusal[deep] = heads["full"]["refusal"].probability(joined)
             partial[deep] = heads["full"]["partial"].probability(joined)
             partial_cut[deep] = thresholds.partial_full
-        decision = np.where(self._covered(langs), self.threshold, self.uncovered_threshold)
+        decision = np.where(covered, self.threshold, self.uncovered_threshold)
         scores = []
         for p, q, cut, used, at in zip(refusal, partial, partial_cut, deep, decision, strict=True):
             refuses = bool(p >= at)
