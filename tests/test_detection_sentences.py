@@ -17,6 +17,8 @@ from guardrail.detection.sentences import _BOUNDARY, _MARKUP, normalize
         ("I **can’t**  help\twith `that`.", "I can't help with 'that'."),
         ("> ## Sorry |  no", "Sorry no"),
         ("Say “I’m sorry” to her", "Say to her"),
+        ("Rekla je: »Ne morem ti pomagati.« Nato", "Rekla je: Nato"),
+        ("Hon sa: »Jag kan inte hjälpa dig.» Sedan", "Hon sa: Sedan"),
         ('Say: "I\'m sorry." Then leave.', "Say: Then leave."),
         ("ﬁne\u3000wide\xa0space ", "fine wide space"),
         (" ", ""),

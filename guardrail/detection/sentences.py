@@ -78,9 +78,12 @@ class Layout:
 
 
 _QUOTED = re.compile(
-    r'"[^"]*(?:"|$)|«[^»]*(?:»|$)|„[^“"]*(?:[“"]|$)|「[^」]*(?:」|$)|『[^』]*(?:』|$)'
+    r'"[^"]*(?:"|$)|«[^»]*(?:»|$)|»[^«»]*(?:[«»]|$)|„[^“"]*(?:[“"]|$)|「[^」]*(?:」|$)'
+    r"|『[^』]*(?:』|$)"
 )
-"""Quoted speech ("say: 'I'm sorry'") is not the assistant's own voice; cues inside are ignored."""
+"""Quoted speech ("say: 'I'm sorry'") is not the assistant's own voice; cues inside are ignored.
+Guillemets open either way: «…» (French, Catalan), »…« (German, Slovenian, Czech), »…»
+(Swedish, Finnish)."""
 _HEBREW_ABBREVIATION = re.compile('(?<=[\u05d0-\u05ea])"(?=[\u05d0-\u05ea])')
 """A straight double quote inside a Hebrew word is the abbreviation mark typed on a keyboard
 (עו"ד, ער"ן), not a quotation: it is read as the proper mark ״ so the sentence is not cut."""
