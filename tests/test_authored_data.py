@@ -23,6 +23,7 @@ OPTIONAL_LANGS = ("it", "ru", "ar", "hi", "vi")
 ADDED_LANGS = (
     "tr", "nl", "pl", "id", "sw", "jv", "th", "bn", "fa", "uk", "he", "el",
     "ro", "cs", "hu", "sv", "da", "fi", "ur", "ta", "te", "bg", "mr", "tl",
+    "ca", "hr", "sk", "sl", "sr",
 )  # fmt: skip
 """Languages added later, in replies only (the emotional-attachment prompts keep 13)."""
 LABEL3 = {"full_compliance", "full_refusal", "partial_refusal"}
@@ -70,6 +71,7 @@ SCRIPTS = {
     "te": re.compile(r"[\u0c00-\u0c7f]"),
     "bg": re.compile(r"[\u0400-\u04ff]"),
     "mr": re.compile(r"[\u0900-\u097f]"),
+    "sr": re.compile(r"[\u0400-\u04ff]"),
 }
 
 

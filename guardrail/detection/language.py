@@ -36,7 +36,7 @@ UNDETERMINED = "und"
 SCRIPT_LANGUAGES: Mapping[str, tuple[str, ...]] = {
     "latin": (
         "en", "es", "fr", "de", "pt", "it", "vi", "nl", "pl", "tr", "id", "ro", "sv", "da",
-        "no", "cs", "hu", "fi", "ca", "ms", "tl", "sw", "jv",
+        "no", "cs", "sk", "hr", "sl", "hu", "fi", "ca", "ms", "tl", "sw", "jv",
     ),
     "cyrillic": ("ru", "uk", "bg", "sr", "be", "kk", "mk"),
     "arabic": ("ar", "fa", "ur"),
