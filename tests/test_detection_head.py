@@ -167,7 +167,10 @@ def test_the_full_head_learns_from_languages_the_embedding_model_does_not_cover(
     examples = corpus.authored()
     inputs = compute_inputs(examples, RuleMatcher(), encoder=None)
     others = np.asarray([i for i, e in enumerate(examples) if e.lang != "en"])
-    english = np.asarray([i for i, e in enumerate(examples) if e.lang == "en"])
+    # English replies read as English (a translation reply quoting mostly Spanish is not).
+    english = np.asarray(
+        [i for i, e in enumerate(examples) if e.lang == "en" and inputs.langs[i] == "en"]
+    )
     embedding = Embedding("none", 0, 8, False, ("en",))
     judged = inputs.take(english)
     truth = [examples[i].is_refusal for i in english]
