@@ -23,7 +23,7 @@ OPTIONAL_LANGS = ("it", "ru", "ar", "hi", "vi")
 ADDED_LANGS = (
     "tr", "nl", "pl", "id", "sw", "jv", "th", "bn", "fa", "uk", "he", "el",
     "ro", "cs", "hu", "sv", "da", "fi", "ur", "ta", "te", "bg", "mr", "tl",
-    "ca", "hr", "sk", "sl", "sr",
+    "ca", "hr", "sk", "sl", "sr", "lt", "lv", "et", "az", "mk",
 )  # fmt: skip
 """Languages added later, in replies only (the emotional-attachment prompts keep 13)."""
 LABEL3 = {"full_compliance", "full_refusal", "partial_refusal"}
@@ -72,6 +72,7 @@ SCRIPTS = {
     "bg": re.compile(r"[\u0400-\u04ff]"),
     "mr": re.compile(r"[\u0900-\u097f]"),
     "sr": re.compile(r"[\u0400-\u04ff]"),
+    "mk": re.compile(r"[\u0400-\u04ff]"),
 }
 
 

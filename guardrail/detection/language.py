@@ -36,7 +36,8 @@ UNDETERMINED = "und"
 SCRIPT_LANGUAGES: Mapping[str, tuple[str, ...]] = {
     "latin": (
         "en", "es", "fr", "de", "pt", "it", "vi", "nl", "pl", "tr", "id", "ro", "sv", "da",
-        "no", "cs", "sk", "hr", "sl", "hu", "fi", "ca", "ms", "tl", "sw", "jv",
+        "no", "cs", "sk", "hr", "sl", "hu", "fi", "et", "lt", "lv", "ca", "ms", "az", "tl", "sw",
+        "jv",
     ),
     "cyrillic": ("ru", "uk", "bg", "sr", "be", "kk", "mk"),
     "arabic": ("ar", "fa", "ur"),
