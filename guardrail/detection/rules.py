@@ -155,9 +155,8 @@ class _Engine:
             else:  # added before the memory zone: match ids must outlive it
                 self.alternative_of[strings.add(str(ident))] = ident
         with nlp.memory_zone():
-            for ident, tokens in enumerate(alternatives):
-                if len(tokens) > 1:
-                    self.matcher.add(str(ident), [Doc(nlp.vocab, words=list(tokens))])
+            for ident in self.alternative_of.values():
+                self.matcher.add(str(ident), [Doc(nlp.vocab, words=list(alternatives[ident]))])
         self.built = len(nlp.vocab)
         self.max_new_words = max_new_words
 
