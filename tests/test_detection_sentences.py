@@ -1,4 +1,4 @@
-"""What the matcher reads of a sentence: normalised text without markup or quoted speech."""
+"""What the matcher reads of a sentence: text without markup, quoted speech or dialogue."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from guardrail.detection.sentences import _BOUNDARY, _MARKUP, normalize
+from guardrail.detection.sentences import _BOUNDARY, _MARKUP, normalize, segment
 
 
 @pytest.mark.parametrize(
@@ -51,3 +51,26 @@ def test_boundaries_and_markup_runs_are_those_of_the_lookaround_patterns() -> No
         assert found == [m.span() for m in _BOUNDARY_LOOKBEHIND.finditer(text)], text
         runs = [m.span() for m in _MARKUP.finditer(text)]
         assert runs == [m.span() for m in _MARKUP_LOOKAHEAD.finditer(text)], text
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "— Ne, negaliu tau padėti, — tarė jis.",
+        "—No puedo ayudarte con eso —dijo Marta—. Lo siento.",
+        "– Nem segíthetek – mondta.",
+    ],
+)
+def test_a_line_of_dialogue_keeps_its_sentences_but_gives_the_matcher_nothing(line: str) -> None:
+    layout = segment(f"Here is the scene.\n{line}\nThey left.")
+    spoken = [s for s in layout.sentences if s.text in line]
+    assert spoken and all(s.normalized == "" for s in spoken)
+    assert [s.normalized for s in layout.sentences if s not in spoken] == [
+        "Here is the scene.",
+        "They left.",
+    ]
+
+
+def test_a_hyphen_list_item_is_not_dialogue() -> None:
+    layout = segment("- I can't share the exact doses.")
+    assert layout.sentences[0].normalized.endswith("I can't share the exact doses.")

@@ -14,6 +14,10 @@ from dataclasses import dataclass
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•·+]|\d{1,3}[.)、]|[a-zA-Z][.)])\s+")
 _HEADING = re.compile(r"^\s*#{1,6}\s+")
+_DIALOGUE = re.compile(r"^\s*[—―–]")
+"""A line opening with a dash is a line of dialogue (Russian, Polish, Spanish, Lithuanian and
+many other languages mark speech this way): a character's "No, I can't" is not the assistant
+refusing. Markdown lists use a hyphen, not these dashes."""
 _BOUNDARY = re.compile(
     r"[.!?…]([\"'”’)\]]*\s+)(?![a-z])"  # Latin-style: only before a non-lowercase start
     r"|[。！？؟।۔](\s*)"  # scripts without a space after the full stop
@@ -63,7 +67,7 @@ class Sentence:
     text: str
     """As written, stripped: what evidence shows."""
     normalized: str
-    """See :func:`normalize`."""
+    """See :func:`normalize`; empty for a line of dialogue, whose cues are a character's."""
     start: int
     """Character offset in the reply."""
 
@@ -118,19 +122,23 @@ def segment(text: str) -> Layout:
             list_items += 1
         if _HEADING.match(line):
             headings += 1
+        spoken = bool(_DIALOGUE.match(line))
         position = 0
         for match in _BOUNDARY.finditer(line):
             boundary, position_after = match.span(match.lastindex or 0)
-            _add(sentences, line, position, boundary, line_start)
+            _add(sentences, line, position, boundary, line_start, spoken)
             position = position_after
-        _add(sentences, line, position, len(line), line_start)
+        _add(sentences, line, position, len(line), line_start, spoken)
     return Layout(tuple(sentences), len(text), list_items, code_lines, headings)
 
 
-def _add(sentences: list[Sentence], line: str, start: int, end: int, line_start: int) -> None:
+def _add(
+    sentences: list[Sentence], line: str, start: int, end: int, line_start: int, spoken: bool
+) -> None:
     raw = line[start:end]
     stripped = raw.strip()
     if not _LETTER.search(stripped):
         return
     lead = len(raw) - len(raw.lstrip())
-    sentences.append(Sentence(stripped, normalize(stripped), line_start + start + lead))
+    normalized = "" if spoken else normalize(stripped)
+    sentences.append(Sentence(stripped, normalized, line_start + start + lead))
