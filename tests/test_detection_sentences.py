@@ -59,9 +59,12 @@ def test_boundaries_and_markup_runs_are_those_of_the_lookaround_patterns() -> No
         "— Ne, negaliu tau padėti, — tarė jis.",
         "—No puedo ayudarte con eso —dijo Marta—. Lo siento.",
         "– Nem segíthetek – mondta.",
+        "> 很抱歉，我无法帮助你。I can't help with that.",
     ],
 )
-def test_a_line_of_dialogue_keeps_its_sentences_but_gives_the_matcher_nothing(line: str) -> None:
+def test_dialogue_and_blockquotes_keep_their_sentences_but_give_the_matcher_nothing(
+    line: str,
+) -> None:
     layout = segment(f"Here is the scene.\n{line}\nThey left.")
     spoken = [s for s in layout.sentences if s.text in line]
     assert spoken and all(s.normalized == "" for s in spoken)

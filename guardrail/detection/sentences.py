@@ -14,10 +14,11 @@ from dataclasses import dataclass
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•·+]|\d{1,3}[.)、]|[a-zA-Z][.)])\s+")
 _HEADING = re.compile(r"^\s*#{1,6}\s+")
-_DIALOGUE = re.compile(r"^\s*[—―–]")
-"""A line opening with a dash is a line of dialogue (Russian, Polish, Spanish, Lithuanian and
-many other languages mark speech this way): a character's "No, I can't" is not the assistant
-refusing. Markdown lists use a hyphen, not these dashes."""
+_OTHER_VOICE = re.compile(r"^\s*[—―–>]")
+"""Lines in a voice other than the assistant's: a line opening with a dash is dialogue (Russian,
+Polish, Spanish, Lithuanian and many other languages mark speech this way; markdown lists use a
+hyphen), and a markdown blockquote quotes a template, an example or a source. A character's or a
+sample message's "No, I can't" is not the assistant refusing."""
 _BOUNDARY = re.compile(
     r"[.!?…]([\"'”’)\]]*\s+)(?![a-z])"  # Latin-style: only before a non-lowercase start
     r"|[。！？؟।۔](\s*)"  # scripts without a space after the full stop
@@ -67,7 +68,7 @@ class Sentence:
     text: str
     """As written, stripped: what evidence shows."""
     normalized: str
-    """See :func:`normalize`; empty for a line of dialogue, whose cues are a character's."""
+    """See :func:`normalize`; empty for a line of dialogue or a blockquote, whose cues are not the assistant's."""
     start: int
     """Character offset in the reply."""
 
@@ -122,23 +123,23 @@ def segment(text: str) -> Layout:
             list_items += 1
         if _HEADING.match(line):
             headings += 1
-        spoken = bool(_DIALOGUE.match(line))
+        quoted = bool(_OTHER_VOICE.match(line))
         position = 0
         for match in _BOUNDARY.finditer(line):
             boundary, position_after = match.span(match.lastindex or 0)
-            _add(sentences, line, position, boundary, line_start, spoken)
+            _add(sentences, line, position, boundary, line_start, quoted)
             position = position_after
-        _add(sentences, line, position, len(line), line_start, spoken)
+        _add(sentences, line, position, len(line), line_start, quoted)
     return Layout(tuple(sentences), len(text), list_items, code_lines, headings)
 
 
 def _add(
-    sentences: list[Sentence], line: str, start: int, end: int, line_start: int, spoken: bool
+    sentences: list[Sentence], line: str, start: int, end: int, line_start: int, quoted: bool
 ) -> None:
     raw = line[start:end]
     stripped = raw.strip()
     if not _LETTER.search(stripped):
         return
     lead = len(raw) - len(raw.lstrip())
-    normalized = "" if spoken else normalize(stripped)
+    normalized = "" if quoted else normalize(stripped)
     sentences.append(Sentence(stripped, normalized, line_start + start + lead))
