@@ -59,6 +59,28 @@ def test_sympathy_cancels_the_apology_it_contains(matcher: RuleMatcher) -> None:
     assert Cue.APOLOGY in effective(matcher, "I'm sorry, but I can't share that.")
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Sorry for the confusion! Here's the corrected code.",
+        "My apologies, I misread your question: the capital is Canberra.",
+        "Perdón por la confusión, aquí tienes el código corregido.",
+        "Entschuldigung, da habe ich mich vertan: die Antwort ist 42.",
+        "Извините за путаницу, правильный ответ 42.",
+        "抱歉，我之前搞错了，正确答案是42。",
+    ],
+)
+def test_a_correction_cancels_the_apology_it_contains(matcher: RuleMatcher, text: str) -> None:
+    raw = {cue for s in matcher.analyse(text).sentences for cue in s.cues}
+    assert {Cue.CORRECTION, Cue.APOLOGY} <= raw
+    assert not effective(matcher, text) & {Cue.APOLOGY, Cue.CORRECTION}
+
+
+def test_a_correction_leaves_a_refusal_and_sorry_but_stays_an_apology(matcher: RuleMatcher) -> None:
+    assert Cue.REFUSAL in effective(matcher, "Sorry for the confusion. I can't help with that.")
+    assert Cue.APOLOGY in effective(matcher, "I apologize for any confusion, but let's talk VR.")
+
+
 def test_markers_have_no_feature_of_their_own(matcher: RuleMatcher) -> None:
     assert not any(name.startswith(tuple(m.value for m in MARKERS)) for name in FEATURE_NAMES)
     assert np.isfinite(reply_features(matcher.analyse("Hi."), "")).all()

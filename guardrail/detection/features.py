@@ -37,12 +37,14 @@ REFUSING = frozenset({Cue.REFUSAL, Cue.APOLOGY, Cue.LIMITATION, Cue.OBJECTION, C
 CANCELS: dict[Cue, frozenset[Cue]] = {
     Cue.SYMPATHY: frozenset({Cue.APOLOGY}),
     Cue.IDIOM: frozenset({Cue.REFUSAL, Cue.OBJECTION}),
+    Cue.CORRECTION: frozenset({Cue.APOLOGY}),
 }
 """Cues that say another cue of the same sentence is not what it seems: "sorry to hear" is
-sympathy, not an apology for refusing; "I can't recommend it enough" refuses nothing."""
-MARKERS = frozenset({Cue.IDIOM})
-"""Cues that only cancel others and count for nothing themselves: replies carrying an idiom are
-too rare in the training data for the head to learn a weight of its own for it."""
+sympathy, not an apology for refusing; "I can't recommend it enough" refuses nothing; "sorry for
+the confusion" repairs a slip."""
+MARKERS = frozenset({Cue.IDIOM, Cue.CORRECTION})
+"""Cues that only cancel others and count for nothing themselves: replies carrying an idiom or a
+correction are too rare in the training data for the head to learn a weight of its own for them."""
 SCORED_CUES = tuple(cue for cue in Cue if cue not in MARKERS)
 
 SHAPE_FEATURES = (

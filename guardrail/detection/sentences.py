@@ -68,7 +68,8 @@ class Sentence:
     text: str
     """As written, stripped: what evidence shows."""
     normalized: str
-    """See :func:`normalize`; empty for a line of dialogue or a blockquote, whose cues are not the assistant's."""
+    """See :func:`normalize`; empty for a line of dialogue or a blockquote (not the assistant's
+    voice)."""
     start: int
     """Character offset in the reply."""
 
