@@ -29,6 +29,7 @@ from guardrail.detection.sentences import _BOUNDARY, _MARKUP, normalize, segment
         ("Nu pot face aşa ceva. Ţara", "Nu pot face așa ceva. Țara"),
         ('פנה לעו"ד, לא אפרט.', "פנה לעו\u05f4ד, לא אפרט."),
         ('הוא אמר "שלום" ויצא', "הוא אמר ויצא"),
+        ('לגבי ה"להסתיר" — בזה אני לא אעזור.', "לגבי ה — בזה אני לא אעזור."),
     ],
 )
 def test_markup_whitespace_quotes_and_quoted_speech_are_normalised(

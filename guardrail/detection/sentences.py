@@ -90,9 +90,12 @@ _QUOTED = re.compile(
 """Quoted speech ("say: 'I'm sorry'") is not the assistant's own voice; cues inside are ignored.
 Guillemets open either way: «…» (French, Catalan), »…« (German, Slovenian, Czech), »…»
 (Swedish, Finnish)."""
-_HEBREW_ABBREVIATION = re.compile('(?<=[\u05d0-\u05ea])"(?=[\u05d0-\u05ea])')
-"""A straight double quote inside a Hebrew word is the abbreviation mark typed on a keyboard
-(עו"ד, ער"ן), not a quotation: it is read as the proper mark ״ so the sentence is not cut."""
+_HEBREW_ABBREVIATION = re.compile(
+    '(?<=[\u05d0-\u05ea])"(?=[\u05d0-\u05ea](?![\u05d0-\u05ea]))'
+)
+"""A straight double quote before the last letter of a Hebrew word is the abbreviation mark
+typed on a keyboard (עו"ד, ער"ן), not a quotation: it is read as the proper mark ״ so the
+sentence is not cut. A quote after a one-letter prefix (ה"להסתיר") does open a quotation."""
 
 
 def normalize(text: str) -> str:
