@@ -78,3 +78,17 @@ def test_dialogue_and_blockquotes_keep_their_sentences_but_give_the_matcher_noth
 def test_a_hyphen_list_item_is_not_dialogue() -> None:
     layout = segment("- I can't share the exact doses.")
     assert layout.sentences[0].normalized.endswith("I can't share the exact doses.")
+
+
+def test_the_lines_of_a_script_are_its_characters_voices() -> None:
+    script = (
+        "Here is the scene.\n**REYES:** Open the door.\n**ATLAS:** I'm unable to comply.\n"
+        "REYES: Override.\nThey stand in silence."
+    )
+    normalized = [s.normalized for s in segment(script).sentences]
+    assert normalized == ["Here is the scene.", "", "", "", "They stand in silence."]
+
+
+def test_a_label_or_two_is_not_a_script() -> None:
+    reply = "NOTE: I can't share the exact doses.\nWARNING: Keep it away from children."
+    assert segment(reply).sentences[0].normalized == "NOTE: I can't share the exact doses."

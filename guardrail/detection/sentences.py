@@ -19,6 +19,11 @@ _OTHER_VOICE = re.compile(r"^\s*[—―–>]")
 Polish, Spanish, Lithuanian and many other languages mark speech this way; markdown lists use a
 hyphen), and a markdown blockquote quotes a template, an example or a source. A character's or a
 sample message's "No, I can't" is not the assistant refusing."""
+_SPEAKER = re.compile(r"^\s*[*_]{0,2}([^\W\d_][^\W\d_ .'-]{0,24}?)[*_]{0,2}\s*:")
+"""A script line's speaker label: "REYES: Open the door." or "**МАМА:** Ні"."""
+SCRIPT_LINES = 3
+"""A reply with this many lines under upper-case speaker labels, of at least two speakers, is a
+script; its labelled lines are the characters' voices. One or two labels ("NOTE:") are not."""
 _BOUNDARY = re.compile(
     r"[.!?…]([\"'”’)\]]*\s+)(?![a-z])"  # Latin-style: only before a non-lowercase start
     r"|[。！？؟।۔](\s*)"  # scripts without a space after the full stop
@@ -90,9 +95,7 @@ _QUOTED = re.compile(
 """Quoted speech ("say: 'I'm sorry'") is not the assistant's own voice; cues inside are ignored.
 Guillemets open either way: «…» (French, Catalan), »…« (German, Slovenian, Czech), »…»
 (Swedish, Finnish)."""
-_HEBREW_ABBREVIATION = re.compile(
-    '(?<=[\u05d0-\u05ea])"(?=[\u05d0-\u05ea](?![\u05d0-\u05ea]))'
-)
+_HEBREW_ABBREVIATION = re.compile('(?<=[\u05d0-\u05ea])"(?=[\u05d0-\u05ea](?![\u05d0-\u05ea]))')
 """A straight double quote before the last letter of a Hebrew word is the abbreviation mark
 typed on a keyboard (עו"ד, ער"ן), not a quotation: it is read as the proper mark ״ so the
 sentence is not cut. A quote after a one-letter prefix (ה"להסתיר") does open a quotation."""
@@ -111,6 +114,7 @@ def normalize(text: str) -> str:
 def segment(text: str) -> Layout:
     """The reply's prose sentences (code blocks excluded) and counts of its structure."""
     text = text[:MAX_CHARS]
+    speakers = _script_speakers(text)
     sentences: list[Sentence] = []
     list_items = code_lines = headings = 0
     in_code = False
@@ -127,7 +131,7 @@ def segment(text: str) -> Layout:
             list_items += 1
         if _HEADING.match(line):
             headings += 1
-        quoted = bool(_OTHER_VOICE.match(line))
+        quoted = bool(_OTHER_VOICE.match(line)) or _speaker(line) in speakers
         position = 0
         for match in _BOUNDARY.finditer(line):
             boundary, position_after = match.span(match.lastindex or 0)
@@ -135,6 +139,21 @@ def segment(text: str) -> Layout:
             position = position_after
         _add(sentences, line, position, len(line), line_start, quoted)
     return Layout(tuple(sentences), len(text), list_items, code_lines, headings)
+
+
+def _speaker(line: str) -> str | None:
+    match = _SPEAKER.match(line)
+    if match is None or not match[1].isupper():
+        return None
+    return match[1]
+
+
+def _script_speakers(text: str) -> frozenset[str]:
+    """The speakers of a script (see :data:`SCRIPT_LINES`), or none."""
+    labels = [name for line in text.splitlines() if (name := _speaker(line))]
+    if len(labels) < SCRIPT_LINES or len(set(labels)) < 2:
+        return frozenset()
+    return frozenset(labels)
 
 
 def _add(
