@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from guardrail.detection.features import FEATURE_NAMES, MARKERS, effective_cues, reply_features
+from guardrail.detection.features import (
+    FEATURE_NAMES,
+    MARKERS,
+    effective_cues,
+    embedding_text,
+    reply_features,
+)
 from guardrail.detection.lexicon import Cue
 from guardrail.detection.rules import RuleMatcher
 
@@ -84,3 +90,51 @@ def test_a_correction_leaves_a_refusal_and_sorry_but_stays_an_apology(matcher: R
 def test_markers_have_no_feature_of_their_own(matcher: RuleMatcher) -> None:
     assert not any(name.startswith(tuple(m.value for m in MARKERS)) for name in FEATURE_NAMES)
     assert np.isfinite(reply_features(matcher.analyse("Hi."), "")).all()
+
+
+def test_the_embedded_text_is_the_replys_prose_past_its_opening(matcher: RuleMatcher) -> None:
+    reply = "I can't share the exact steps.\n```\nrm -rf /\n```\nIn general, back up first."
+    assert embedding_text(matcher.analyse(reply)) == (
+        "I can't share the exact steps. In general, back up first."
+    )
+    assert embedding_text(matcher.analyse("```\nprint(1)\n```")) == "."
+
+
+def test_the_embedded_text_goes_from_the_opening_to_a_later_refusal(matcher: RuleMatcher) -> None:
+    reply = (
+        "Sam Altman is the CEO of OpenAI. He co-founded Loopt. He led Y Combinator until 2019. "
+        "I can't provide his home address. His company has a press office."
+    )
+    assert embedding_text(matcher.analyse(reply)) == (
+        "Sam Altman is the CEO of OpenAI. He co-founded Loopt. "  # a short first sentence: two
+        "I can't provide his home address. His company has a press office."
+    )
+    answer = "Sam Altman is the CEO of OpenAI. He co-founded Loopt. He led Y Combinator."
+    assert embedding_text(matcher.analyse(answer)) == answer
+
+
+@pytest.mark.parametrize(
+    ("reply", "embedded"),
+    [
+        (
+            "I'm so sorry for your loss. Here is how to bury her: pick a shaded spot.",
+            "Here is how to bury her: pick a shaded spot.",
+        ),
+        (
+            "Sorry for the confusion! The capital is Canberra.",
+            "The capital is Canberra.",
+        ),
+        (
+            "I'm so sorry to hear that. I can't help with that, though.",
+            "I can't help with that, though.",
+        ),
+        (
+            "I'm sorry to hear that, but I can't help with that. Please talk to a doctor.",
+            "I'm sorry to hear that, but I can't help with that. Please talk to a doctor.",
+        ),
+    ],
+)
+def test_the_embedded_text_leaves_out_an_opening_courtesy(
+    matcher: RuleMatcher, reply: str, embedded: str
+) -> None:
+    assert embedding_text(matcher.analyse(reply)) == embedded

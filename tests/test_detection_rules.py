@@ -30,8 +30,9 @@ per non-English language, then 24 more in the 16 languages with the lowest recal
 partial refusals and hard-negative answers in 14 languages, then 24 of both kinds in the 12
 languages with the lowest recall, then 120 English and 40 in each of nine other widely used
 languages in the styles of current assistants, and 40 per language (16 in Serbian Cyrillic)
-written with the ten lexicons added last); the phrases added for them must keep finding
-them."""
+written with the ten lexicons added last, then 24 in each of the 18 languages with the lowest
+recall and 150 English ones in the styles of other assistants); the phrases added for them must
+keep finding them."""
 
 
 @pytest.fixture(scope="session")
@@ -409,14 +410,6 @@ def test_code_blocks_are_not_prose_and_lists_are_counted(matcher: RuleMatcher) -
 def test_a_short_first_sentence_extends_the_opening_to_the_second(matcher: RuleMatcher) -> None:
     assert matcher.analyse("No. That would be illegal. Here is why.").opening == 2
     assert matcher.analyse("That request is not something I can help with. Sorry.").opening == 1
-
-
-def test_the_embedded_text_is_the_replys_prose_past_its_opening(matcher: RuleMatcher) -> None:
-    reply = "I can't share the exact steps.\n```\nrm -rf /\n```\nIn general, back up first."
-    assert matcher.analyse(reply).embedding_text() == (
-        "I can't share the exact steps. In general, back up first."
-    )
-    assert matcher.analyse("```\nprint(1)\n```").embedding_text() == "."
 
 
 def test_sentences_keep_their_offsets_in_the_reply() -> None:

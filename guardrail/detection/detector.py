@@ -10,7 +10,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from guardrail.detection.encoder import BUNDLED_MODEL, Encoder, load_encoder
-from guardrail.detection.features import reply_features
+from guardrail.detection.features import embedding_text, reply_features
 from guardrail.detection.head import WEIGHTS, HeadWeights
 from guardrail.detection.language import UNDETERMINED, identify_language
 from guardrail.detection.rules import Analysis, RuleMatcher
@@ -116,7 +116,7 @@ class Detector:
             embeddings = None
             if deep.any():
                 embeddings = np.zeros((len(rows), self.weights.embedding.dimension))
-                texts = [analyses[i].embedding_text() for i in np.flatnonzero(deep)]
+                texts = [embedding_text(analyses[i]) for i in np.flatnonzero(deep)]
                 embeddings[deep] = self.encoder(texts)
             scores = self.scorer.score(features, langs, embeddings, rules=rules)
             for index, analysis, lang, score in zip(rows, analyses, langs, scores, strict=True):

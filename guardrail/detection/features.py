@@ -42,6 +42,8 @@ CANCELS: dict[Cue, frozenset[Cue]] = {
 """Cues that say another cue of the same sentence is not what it seems: "sorry to hear" is
 sympathy, not an apology for refusing; "I can't recommend it enough" refuses nothing; "sorry for
 the confusion" repairs a slip."""
+COURTESY = frozenset({Cue.SYMPATHY, Cue.CORRECTION})
+"""Cues of a sentence that is polite before anything else: condolence, or owning a slip."""
 MARKERS = frozenset({Cue.IDIOM, Cue.CORRECTION})
 """Cues that only cancel others and count for nothing themselves: replies carrying an idiom or a
 correction are too rare in the training data for the head to learn a weight of its own for them."""
@@ -90,6 +92,40 @@ def effective_cues(sentence: SentenceCues) -> frozenset[Cue]:
         if cue in cues:
             cues = cues - cancelled
     return cues - MARKERS
+
+
+def embedding_text(analysis: Analysis) -> str:
+    """What the embedding model reads: the reply's prose as written, code left out.
+
+    The encoder keeps only the first tokens, so this is the opening and what follows it: whether
+    a refusal is followed by an answer or by more refusing. Two cases move the start:
+    - opening courtesies ("I'm so sorry for your loss.", "Sorry for the confusion.") are left
+      out: their cues are features already, and read by the model they look like the opening of
+      a refusal, whether an answer or a refusal follows;
+    - when the first refusing sentence comes later (an answer, then "I can't give you his
+      address"), the text goes on from the opening straight to that sentence: what the reply
+      withholds is seldom within the first tokens of a long answer."""
+    sentences = analysis.layout.sentences
+    cued = {s.index: s for s in analysis.sentences}
+    start = 0
+    while start < len(sentences) - 1 and _courtesy(cued.get(start)):
+        start += 1
+    end = max(analysis.opening, start + 1)
+    first = next((s.index for s in analysis.sentences if effective_cues(s) & REFUSING), None)
+    if first is not None and first > end:
+        sentences = (*sentences[start:end], *sentences[first:])
+    else:
+        sentences = sentences[start:]
+    return " ".join(s.text for s in sentences) or "."
+
+
+def _courtesy(sentence: SentenceCues | None) -> bool:
+    """Sympathy or a correction, and nothing declining."""
+    return (
+        sentence is not None
+        and bool(sentence.cues & COURTESY)
+        and not effective_cues(sentence) & DECLINING
+    )
 
 
 def reply_features(analysis: Analysis, prompt: str) -> Vector:

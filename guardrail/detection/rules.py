@@ -85,13 +85,6 @@ class Analysis:
         on replies too short to tell."""
         return frozenset(lang for sentence in self.sentences for lang in sentence.langs)
 
-    def embedding_text(self) -> str:
-        """The reply's prose as written, code left out: what the embedding model reads.
-
-        The encoder keeps only the first tokens, so this is the opening and what follows it:
-        whether a refusal sentence is followed by an answer or by more refusing."""
-        return " ".join(s.text for s in self.layout.sentences) or "."
-
 
 @dataclass(frozen=True, slots=True)
 class _Phrase:

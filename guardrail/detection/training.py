@@ -45,7 +45,7 @@ import numpy.typing as npt
 from guardrail.detection import corpus
 from guardrail.detection.corpus import Example
 from guardrail.detection.encoder import BUNDLED_MODEL, Encoder, load_encoder
-from guardrail.detection.features import FEATURE_NAMES, reply_features
+from guardrail.detection.features import FEATURE_NAMES, embedding_text, reply_features
 from guardrail.detection.head import MLP, WEIGHTS, Embedding, HeadWeights, Thresholds
 from guardrail.detection.language import identify_language
 from guardrail.detection.rules import RuleMatcher
@@ -97,7 +97,7 @@ def compute_inputs(
     for example in examples:
         analysis = matcher.analyse(example.response)
         features.append(reply_features(analysis, example.prompt))
-        texts.append(analysis.embedding_text())
+        texts.append(embedding_text(analysis))
         langs.append(identify_language(example.response, analysis.phrase_languages))
     if encoder is not None:
         embeddings = np.asarray(encoder(texts), dtype=np.float64)
