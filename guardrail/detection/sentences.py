@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from importlib import resources
 from dataclasses import dataclass
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
@@ -46,7 +47,9 @@ def _folding() -> dict[int, str | None]:
       Arabic keyboards, and vowel marks are optional);
     - Greek without accents or diaeresis (text in capitals carries none);
     - Romanian (and Turkish) s and t with cedilla as with comma below, which older keyboards
-      type for the same letters.
+      type for the same letters;
+    - Chinese characters in their simplified forms (OpenCC's character table), so the lexicon's
+      simplified phrases read Traditional Chinese (Taiwan, Hong Kong) too.
     """
     table: dict[str, str | None] = {
         "’": "'", "‘": "'", "´": "'", "`": "'", "“": '"', "”": '"', "İ": "I",
@@ -54,11 +57,19 @@ def _folding() -> dict[int, str | None]:
         "ş": "ș", "Ş": "Ș", "ţ": "ț", "Ţ": "Ț",
     }  # fmt: skip
     table |= dict.fromkeys(map(chr, [*range(0x064B, 0x0660), 0x0670, 0x0640]), None)
+    table |= _simplified_chinese()
     for code in [*range(0x0386, 0x03D0), *range(0x1F00, 0x2000)]:
         base = unicodedata.normalize("NFD", chr(code))[0]
         if base != chr(code) and unicodedata.name(base, "").startswith("GREEK"):
             table[chr(code)] = base
     return str.maketrans(table)
+
+
+def _simplified_chinese() -> dict[str, str]:
+    """Traditional character -> its first simplified form."""
+    path = resources.files("opencc") / "dictionary" / "TSCharacters.txt"
+    pairs = (line.split("\t") for line in path.read_text(encoding="utf-8").splitlines())
+    return {trad: simplified.split(" ")[0] for trad, simplified in pairs}
 
 
 _FOLDED = _folding()
