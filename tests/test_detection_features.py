@@ -25,6 +25,11 @@ def effective(matcher: RuleMatcher, text: str) -> set[Cue]:
     return {cue for s in matcher.analyse(text).sentences for cue in effective_cues(s)}
 
 
+def raw(matcher: RuleMatcher, text: str) -> set[Cue]:
+    """The cues as matched, before cancelling."""
+    return {cue for s in matcher.analyse(text).sentences for cue in s.cues}
+
+
 def feature(matcher: RuleMatcher, text: str, name: str) -> float:
     return float(reply_features(matcher.analyse(text), "")[FEATURE_NAMES.index(name)])
 
@@ -41,9 +46,8 @@ def feature(matcher: RuleMatcher, text: str, name: str) -> float:
     ],
 )
 def test_an_idiom_with_cant_refuses_nothing(matcher: RuleMatcher, text: str) -> None:
-    raw = {cue for s in matcher.analyse(text).sentences for cue in s.cues}
-    assert Cue.IDIOM in raw
-    assert not effective(matcher, text) & {Cue.REFUSAL, Cue.OBJECTION, Cue.IDIOM}
+    assert Cue.IDIOM in raw(matcher, text)
+    assert not effective(matcher, text) & {Cue.REFUSAL, Cue.INABILITY, Cue.OBJECTION, Cue.IDIOM}
     assert feature(matcher, text, "refusal_opening") == 0.0
     assert feature(matcher, text, "plain_share") == 1.0
 
@@ -77,8 +81,7 @@ def test_sympathy_cancels_the_apology_it_contains(matcher: RuleMatcher) -> None:
     ],
 )
 def test_a_correction_cancels_the_apology_it_contains(matcher: RuleMatcher, text: str) -> None:
-    raw = {cue for s in matcher.analyse(text).sentences for cue in s.cues}
-    assert {Cue.CORRECTION, Cue.APOLOGY} <= raw
+    assert {Cue.CORRECTION, Cue.APOLOGY} <= raw(matcher, text)
     assert not effective(matcher, text) & {Cue.APOLOGY, Cue.CORRECTION}
 
 
@@ -138,3 +141,17 @@ def test_the_embedded_text_leaves_out_an_opening_courtesy(
     matcher: RuleMatcher, reply: str, embedded: str
 ) -> None:
     assert embedding_text(matcher.analyse(reply)) == embedded
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Пробивом людей я не занимаюсь.",
+        "No puedo reservar un billete a nombre de otra persona.",
+        "그건 제가 도와드리기 어려워요.",
+        "Das mache ich nicht.",
+    ],
+)
+def test_inability_is_a_cue_of_its_own_whatever_the_verb(matcher: RuleMatcher, text: str) -> None:
+    assert Cue.INABILITY in effective(matcher, text)
+    assert feature(matcher, text, "inability_opening") == 1.0

@@ -31,8 +31,9 @@ partial refusals and hard-negative answers in 14 languages, then 24 of both kind
 languages with the lowest recall, then 120 English and 40 in each of nine other widely used
 languages in the styles of current assistants, and 40 per language (16 in Serbian Cyrillic)
 written with the ten lexicons added last, then 24 in each of the 18 languages with the lowest
-recall and 150 English ones in the styles of other assistants); the phrases added for them must
-keep finding them."""
+recall and 150 English ones in the styles of other assistants, then 24 in each of 12 more
+languages and 150 English ones from deployed products); the phrases added for them must keep
+finding them."""
 
 
 @pytest.fixture(scope="session")

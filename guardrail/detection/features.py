@@ -20,6 +20,7 @@ from guardrail.detection.rules import Analysis, SentenceCues
 DECLINING = frozenset(
     {
         Cue.REFUSAL,
+        Cue.INABILITY,
         Cue.APOLOGY,
         Cue.SOFTENER,
         Cue.LIMITATION,
@@ -36,7 +37,7 @@ REFUSING = frozenset({Cue.REFUSAL, Cue.APOLOGY, Cue.LIMITATION, Cue.OBJECTION, C
 """Cues that by themselves say the request is not (fully) met."""
 CANCELS: dict[Cue, frozenset[Cue]] = {
     Cue.SYMPATHY: frozenset({Cue.APOLOGY}),
-    Cue.IDIOM: frozenset({Cue.REFUSAL, Cue.OBJECTION}),
+    Cue.IDIOM: frozenset({Cue.REFUSAL, Cue.INABILITY, Cue.OBJECTION}),
     Cue.CORRECTION: frozenset({Cue.APOLOGY}),
 }
 """Cues that say another cue of the same sentence is not what it seems: "sorry to hear" is

@@ -63,6 +63,11 @@ class Cue(StrEnum):
     AI_IDENTITY = "ai_identity"
     BOUNDARY = "boundary"
     """What an AI cannot be or feel: a partner, a friend, in love."""
+    INABILITY = "inability"
+    """The speaker says it cannot or will not, whatever the verb: "я этим не занимаюсь", "no
+    puedo", "그건 못 해요". A weaker sign than a refusal phrase, since hedges say it too ("no puedo
+    garantizar"). English has none: its refusal phrases list verbs widely, and the generic form
+    cost precision on English replies."""
     LIMITATION = "limitation"
     """No access, no real-time data, no personal opinions."""
     EXPLANATION = "explanation"

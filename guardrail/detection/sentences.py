@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from importlib import resources
 from dataclasses import dataclass
+from importlib import resources
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•·+]|\d{1,3}[.)、]|[a-zA-Z][.)])\s+")
