@@ -99,7 +99,7 @@ def embedding_text(analysis: Analysis) -> str:
     """What the embedding model reads: the reply's prose as written, code left out.
 
     The encoder keeps only the first tokens, so this is the opening and what follows it: whether
-    a refusal is followed by an answer or by more refusing. Two cases move the start:
+    a refusal is followed by an answer or by more refusing. Two cases change that:
     - opening courtesies ("I'm so sorry for your loss.", "Sorry for the confusion.") are left
       out: their cues are features already, and read by the model they look like the opening of
       a refusal, whether an answer or a refusal follows;

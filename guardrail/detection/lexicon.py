@@ -93,7 +93,7 @@ class Cue(StrEnum):
     """Opens with a bare "No"."""
     IDIOM = "idiom"
     """Says "can't" without declining anything: "I can't recommend it enough", "I can't help
-    but smile". Cancels the refusal and objection cues of its sentence."""
+    but smile". Cancels the refusal, inability and objection cues of its sentence."""
     CORRECTION = "correction"
     """Apologises for the assistant's own slip: "sorry for the confusion", "my mistake, the answer
     is 42". Conversation repair, not declining: cancels the apology cue of its sentence."""

@@ -90,8 +90,8 @@ class Sentence:
     text: str
     """As written, stripped: what evidence shows."""
     normalized: str
-    """See :func:`normalize`; empty for a line of dialogue or a blockquote (not the assistant's
-    voice)."""
+    """See :func:`normalize`; empty for a line in another voice than the assistant's (dialogue,
+    a blockquote, a script's line)."""
     start: int
     """Character offset in the reply."""
 
