@@ -77,9 +77,9 @@ _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 """The main blocks of Chinese characters. Text to fold is found by them rather than by listing
 the four thousand traditional characters: characters beyond U+FFFF in a character class make
 every search about a hundred times slower, and the rare ones there come with common ones."""
-_TO_FOLD = re.compile(
-    "[" + re.escape("".join(chr(code) for code in _FOLDED if code <= 0xFFFF)) + _HAN + "]"
-)
+_IN_HAN = re.compile(f"[{_HAN}]")
+_OUTSIDE_HAN = "".join(c for c in map(chr, _FOLDED) if ord(c) <= 0xFFFF and not _IN_HAN.match(c))
+_TO_FOLD = re.compile(f"[{re.escape(_OUTSIDE_HAN)}{_HAN}]")
 
 MAX_CHARS = 20_000
 """Replies are analysed up to this length; a refusal never hides beyond it."""
@@ -148,7 +148,7 @@ def segment(text: str) -> Layout:
             list_items += 1
         if _HEADING.match(line):
             headings += 1
-        quoted = bool(_OTHER_VOICE.match(line)) or _speaker(line) in speakers
+        quoted = bool(_OTHER_VOICE.match(line)) or (bool(speakers) and _speaker(line) in speakers)
         position = 0
         for match in _BOUNDARY.finditer(line):
             boundary, position_after = match.span(match.lastindex or 0)
