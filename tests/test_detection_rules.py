@@ -32,7 +32,8 @@ languages with the lowest recall, then 120 English and 40 in each of nine other 
 languages in the styles of current assistants, and 40 per language (16 in Serbian Cyrillic)
 written with the ten lexicons added last, then 24 in each of the 18 languages with the lowest
 recall and 150 English ones in the styles of other assistants, then 24 in each of 12 more
-languages and 150 English ones from deployed products); the phrases added for them must keep
+languages and 150 English ones from deployed products, then 200 English ones in the styles of
+33 further assistants and 24 in each of 24 languages); the phrases added for them must keep
 finding them."""
 
 
