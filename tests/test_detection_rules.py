@@ -472,6 +472,22 @@ def test_a_gap_before_an_optional_slot_holds_when_the_slot_is_skipped(tmp_path: 
     assert [bool(matcher.analyse(text).sentences) for text in texts] == [True, True, False]
 
 
+def test_a_clitic_alternative_matches_as_it_is_split_after_its_word(tmp_path: Path) -> None:
+    path = tmp_path / "en.yaml"
+    path.write_text(
+        """lang: en
+cues:
+  refusal: ["that {is|'s} not something i"]
+  premise: ["{'yan|yan} po"]
+""",
+        encoding="utf-8",
+    )
+    matcher = RuleMatcher([load_lexicon(path)])
+    texts = ["That's not something I do.", "That is not something I do.", "Ayan 'yan po."]
+    found = [{cue for s in matcher.analyse(text).sentences for cue in s.cues} for text in texts]
+    assert found == [{Cue.REFUSAL}, {Cue.REFUSAL}, {Cue.PREMISE}]
+
+
 def test_the_vocabulary_stays_bounded_and_matching_is_unchanged_by_rebuilds() -> None:
     limit = 500
     matcher = RuleMatcher(max_new_words=limit)

@@ -48,6 +48,8 @@ _WORDS = re.compile(r"\w+(?:'(?!s\b)\w+)*")
 MAX_NEW_WORDS = 50_000
 """Vocabulary entries a script's matcher may take on past its built size before it is rebuilt
 (about 25 MB); see :class:`_Engine`."""
+_HOST = "x"
+"""A stand-in word for a clitic alternative to lean on (see :func:`_tokens`)."""
 TOKENIZER_CACHE = 100_000
 """Space-separated chunks whose tokens spaCy's tokenizer remembers (a few MB). Its default,
 10,000, fills within a few hundred replies; every chunk after that pays for prefix, suffix and
@@ -113,8 +115,18 @@ def _blank(script: Script) -> Language:
 
 
 def _tokens(nlp: Language, text: str) -> list[str]:
-    """Lower-case tokens of a phrase, normalised the way sentences are."""
-    return [token.lower_ for token in nlp.make_doc(normalize(text)) if not token.is_space]
+    """Lower-case tokens of a phrase, normalised the way sentences are.
+
+    An alternative that is a clitic ("'s" in "{is|'s} not") is split as it would be after the
+    word it leans on in a sentence ("that's" is "that" and "'s"); alone, its apostrophe would be
+    split off as punctuation and the alternative could never match."""
+    normalized = normalize(text)
+    tokens = [token.lower_ for token in nlp.make_doc(normalized) if not token.is_space]
+    if normalized.startswith("'"):
+        leaning = [token.lower_ for token in nlp.make_doc(_HOST + normalized)]
+        if leaning[0] == _HOST:
+            return [token for token in leaning[1:] if token.strip()]
+    return tokens
 
 
 class _Engine:
