@@ -48,6 +48,8 @@ _WORDS = re.compile(r"\w+(?:'(?!s\b)\w+)*")
 MAX_NEW_WORDS = 50_000
 """Vocabulary entries a script's matcher may take on past its built size before it is rebuilt
 (about 25 MB); see :class:`_Engine`."""
+_MULTI_WORD = "alternative"
+"""The one ``PhraseMatcher`` key of every alternative of several words (see :class:`_Engine`)."""
 _HOST = "x"
 """A stand-in word for a clitic alternative to lean on (see :func:`_tokens`)."""
 TOKENIZER_CACHE = 100_000
@@ -140,8 +142,10 @@ class _Engine:
 
     One-word alternatives (more than half) are looked up in a dictionary by their lower-case
     hash rather than added to the ``PhraseMatcher``, whose trie and bookkeeping take about a
-    kilobyte per pattern; the pattern documents are made in a memory zone, so the lexemes of
-    the lexicons' words are not kept either. Together that is some 60 MB less.
+    kilobyte per pattern. The others are added as sequences of hashes, so the lexicons' words
+    take no lexemes, under one match key, and are told apart by their tokens' hashes: a key and
+    a pattern document each cost the matcher's bookkeeping and a vocabulary entry, about 40 MB
+    for 40,000 alternatives.
     """
 
     def __init__(
@@ -151,17 +155,18 @@ class _Engine:
         self.matcher = PhraseMatcher(nlp.vocab, attr="LOWER")
         self.single_word: dict[int, int] = {}
         """Alternative id by the lower-case hash of its only word."""
-        self.alternative_of: dict[int, int] = {}
-        """Alternative id by ``PhraseMatcher`` match id."""
-        strings = nlp.vocab.strings
+        self.multi_word: dict[tuple[int, ...], int] = {}
+        """Alternative id by the lower-case hashes of its words."""
         for ident, tokens in enumerate(alternatives):
             if len(tokens) == 1:
                 self.single_word[get_string_id(tokens[0])] = ident
-            else:  # added before the memory zone: match ids must outlive it
-                self.alternative_of[strings.add(str(ident))] = ident
-        with nlp.memory_zone():
-            for ident in self.alternative_of.values():
-                self.matcher.add(str(ident), [Doc(nlp.vocab, words=list(alternatives[ident]))])
+            else:
+                self.multi_word[tuple(get_string_id(token) for token in tokens)] = ident
+        # Patterns given as sequences of LOWER hashes rather than documents (``add`` takes
+        # either; spaCy's stubs name only documents): no lexeme is made for the lexicons' words,
+        # and the matcher keeps the very tuples of ``multi_word``.
+        matcher: Any = self.matcher
+        matcher.add(_MULTI_WORD, list(self.multi_word))
         self.built = len(nlp.vocab)
         self.max_new_words = max_new_words
 
@@ -181,9 +186,9 @@ class _Engine:
             ident = single_word.get(key)
             if ident is not None:
                 yield ident, start, start + 1
-        alternative_of = self.alternative_of
-        for match_id, start, end in self.matcher(doc):
-            yield alternative_of[match_id], start, end
+        multi_word = self.multi_word
+        for _, start, end in self.matcher(doc):
+            yield multi_word[tuple(lower[start:end])], start, end
 
 
 class _ScriptMatcher:
