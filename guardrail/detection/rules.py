@@ -123,12 +123,11 @@ def _tokens(nlp: Language, text: str) -> list[str]:
     word it leans on in a sentence ("that's" is "that" and "'s"); alone, its apostrophe would be
     split off as punctuation and the alternative could never match."""
     normalized = normalize(text)
-    tokens = [token.lower_ for token in nlp.make_doc(normalized) if not token.is_space]
     if normalized.startswith("'"):
         leaning = [token.lower_ for token in nlp.make_doc(_HOST + normalized)]
         if leaning[0] == _HOST:
             return [token for token in leaning[1:] if token.strip()]
-    return tokens
+    return [token.lower_ for token in nlp.make_doc(normalized) if not token.is_space]
 
 
 class _Engine:
