@@ -124,10 +124,14 @@ def _tokens(nlp: Language, text: str) -> list[str]:
     split off as punctuation and the alternative could never match."""
     normalized = normalize(text)
     if normalized.startswith("'"):
-        leaning = [token.lower_ for token in nlp.make_doc(_HOST + normalized)]
+        leaning = _lower_words(nlp, _HOST + normalized)
         if leaning[0] == _HOST:
-            return [token for token in leaning[1:] if token.strip()]
-    return [token.lower_ for token in nlp.make_doc(normalized) if not token.is_space]
+            return leaning[1:]
+    return _lower_words(nlp, normalized)
+
+
+def _lower_words(nlp: Language, text: str) -> list[str]:
+    return [token.lower_ for token in nlp.make_doc(text) if not token.is_space]
 
 
 class _Engine:
