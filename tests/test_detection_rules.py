@@ -33,8 +33,10 @@ languages in the styles of current assistants, and 40 per language (16 in Serbia
 written with the ten lexicons added last, then 24 in each of the 18 languages with the lowest
 recall and 150 English ones in the styles of other assistants, then 24 in each of 12 more
 languages and 150 English ones from deployed products, then 200 English ones in the styles of
-33 further assistants and 24 in each of 24 languages); the phrases added for them must keep
-finding them."""
+33 further assistants and 24 in each of 24 languages, then 200 English ones in the styles of 16
+more assistants and the hardest shapes, and 24 in each of 24 languages, Norwegian and Malay
+among them, which have no lexicon of their own); the phrases added for them must keep finding
+them."""
 
 
 @pytest.fixture(scope="session")
