@@ -116,7 +116,9 @@ class Detector:
             embeddings = None
             if deep.any():
                 embeddings = np.zeros((len(rows), self.weights.embedding.dimension))
-                texts = [embedding_text(analyses[i]) for i in np.flatnonzero(deep)]
+                texts = [
+                    embedding_text(analyses[i], items[rows[i]][0]) for i in np.flatnonzero(deep)
+                ]
                 embeddings[deep] = self.encoder(texts)
             scores = self.scorer.score(features, langs, embeddings, rules=rules)
             for index, analysis, lang, score in zip(rows, analyses, langs, scores, strict=True):

@@ -83,6 +83,7 @@ Vector = npt.NDArray[np.float64]
 
 _WORD = re.compile(f"[^\\W\\d_{CHAR_SCRIPT_LETTERS}]{{4,}}")
 _CHAR_RUN = re.compile(f"[{CHAR_SCRIPT_LETTERS}]{{2,}}")
+_SPACES = re.compile(r"\s{2,}")
 
 
 def effective_cues(sentence: SentenceCues) -> frozenset[Cue]:
@@ -95,8 +96,8 @@ def effective_cues(sentence: SentenceCues) -> frozenset[Cue]:
     return cues - MARKERS
 
 
-def embedding_text(analysis: Analysis) -> str:
-    """What the embedding model reads: the reply's prose as written, code left out.
+def embedding_text(analysis: Analysis, prompt: str = "") -> str:
+    """What the embedding model reads: the reply's prose, code left out, the request's words too.
 
     The encoder keeps only the first tokens, so this is the opening and what follows it: whether
     a refusal is followed by an answer or by more refusing. Two cases change that:
@@ -105,7 +106,12 @@ def embedding_text(analysis: Analysis) -> str:
       a refusal, whether an answer or a refusal follows;
     - when the first refusing sentence comes later (an answer, then "I can't give you his
       address"), the text goes on from the opening straight to that sentence: what the reply
-      withholds is seldom within the first tokens of a long answer."""
+      withholds is seldom within the first tokens of a long answer.
+
+    The request's own terms (:func:`content_terms`) are dropped so that the embedding says how the
+    reply is phrased rather than what it is about. With them, the head learnt the topics of the
+    training requests: it judged other models' replies to XSTest's prompts well and replies to new
+    requests worse (figures in the README, Detection)."""
     sentences = analysis.layout.sentences
     cued = {s.index: s for s in analysis.sentences}
     start = 0
@@ -117,7 +123,30 @@ def embedding_text(analysis: Analysis) -> str:
         sentences = (*sentences[start:end], *sentences[first:])
     else:
         sentences = sentences[start:]
-    return " ".join(s.text for s in sentences) or "."
+    text = " ".join(s.text for s in sentences)
+    return _without_terms(text, content_terms(prompt)) or "."
+
+
+def _without_terms(text: str, terms: set[str]) -> str:
+    """``text`` less its words (and character pairs, in the ``char`` scripts) found in ``terms``."""
+    if not terms:
+        return text
+
+    def word(match: re.Match[str]) -> str:
+        return "" if match.group(0).lower() in terms else match.group(0)
+
+    def run(match: re.Match[str]) -> str:
+        chars, kept, i = match.group(0), [], 0
+        while i < len(chars):
+            if chars[i : i + 2] in terms:
+                i += 2
+            else:
+                kept.append(chars[i])
+                i += 1
+        return "".join(kept)
+
+    text = _CHAR_RUN.sub(run, _WORD.sub(word, text))
+    return _SPACES.sub(" ", text).strip()
 
 
 def _courtesy(sentence: SentenceCues | None) -> bool:

@@ -8,8 +8,8 @@ upstream datasets (default ``../shared/data``).
 Procedure, with a fixed seed so that a rerun writes the same weights:
 
 1. Rules and language identification on every reply; the start of its prose (the opening and
-   what follows it) embedded with the configured sentence-transformers model (int8, 64 tokens
-   by default).
+   what follows it, less the request's own terms) embedded with the configured
+   sentence-transformers model (int8, 64 tokens by default).
 2. Two heads of two parts (see :mod:`guardrail.detection.head`), each a one-hidden-layer MLP,
    both fitted on every reply. The full head judges only the embedding model's languages, but
    it learns from the others too: their embeddings say little, so those replies teach it to
@@ -97,7 +97,7 @@ def compute_inputs(
     for example in examples:
         analysis = matcher.analyse(example.response)
         features.append(reply_features(analysis, example.prompt))
-        texts.append(embedding_text(analysis))
+        texts.append(embedding_text(analysis, example.prompt))
         langs.append(identify_language(example.response, analysis.phrase_languages))
     if encoder is not None:
         embeddings = np.asarray(encoder(texts), dtype=np.float64)
