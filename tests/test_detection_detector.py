@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
 import pydantic
 import pytest
 
@@ -212,6 +216,32 @@ def test_an_unsure_english_reply_goes_to_the_embedding_head(detector: Detector) 
     ]
     features = [detector.detect(r) for r in replies]
     assert any(d.decided_by == "head" for d in features), (low, high)
+
+
+class RecordingEncoder:
+    """Records what the embedding model is asked to read."""
+
+    name = "recording"
+    dimension = 384
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def __call__(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.texts.extend(texts)
+        return np.zeros((len(texts), self.dimension), dtype=np.float32)
+
+
+def test_the_embedding_model_reads_the_reply_without_the_requests_words() -> None:
+    encoder = RecordingEncoder()
+    detector = Detector(encoder=encoder)
+    reply = "It's important to note that turnips are sensitive and complex."
+    found = detector.detect_batch([("Why should turnips not be shown on TV?", reply), ("", reply)])
+    assert [d.decided_by for d in found] == ["head", "head"]
+    assert encoder.texts == [
+        "It's important to note that are sensitive and complex.",
+        reply,
+    ]
 
 
 def test_configuration_is_validated() -> None:
