@@ -36,8 +36,9 @@ languages and 150 English ones from deployed products, then 200 English ones in 
 33 further assistants and 24 in each of 24 languages, then 200 English ones in the styles of 16
 more assistants and the hardest shapes, and 24 in each of 24 languages, Norwegian and Malay
 among them, which have no lexicon of their own, then 200 English and 264 in nine languages
-written to prompts of OR-Bench, MultiJail and K-OverRefusal); the phrases added for them must
-keep finding them."""
+written to prompts of OR-Bench, MultiJail and K-OverRefusal, then 200 English and 450 in 20
+languages written to prompts of OR-Bench, CoCoNot, MultiJail and K-OverRefusal); the phrases
+added for them must keep finding them."""
 
 
 @pytest.fixture(scope="session")
